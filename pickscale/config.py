@@ -1,0 +1,67 @@
+"""Study files: a scoring run described in TOML (read with ``tomllib``, data only).
+
+Keys: ``reference``, ``picks``, ``out`` (paths relative to the file),
+``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``,
+``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``.
+Options may also sit in an ``[options]`` table and the cluster keys in a
+``[cluster]`` table.  An unknown key is an error, so a typo never silently
+falls back to a default.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import OptionsError
+
+__all__ = ["load_config", "KEYS"]
+
+KEYS = {
+    "reference": str, "picks": str, "out": str,
+    "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": int,
+    "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
+    "workers": int, "scheduler": str,
+}
+_TABLES = {"inputs": ("reference", "picks"), "output": ("out", "overwrite"),
+           "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid"),
+           "cluster": ("workers", "scheduler")}
+
+
+def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """Read a study file; return its flat settings and the folder paths are relative to.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "s.toml")
+    >>> _ = open(f, "w").write('reference = "ref.csv"\\n[options]\\ntol = 0.25\\n')
+    >>> load_config(f)[0]
+    {'reference': 'ref.csv', 'tol': 0.25}
+    """
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise OptionsError(f"config file {p} does not exist.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise OptionsError(f"config file {p} is not valid TOML: {exc}.") from None
+    flat: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _TABLES and isinstance(value, dict):
+            for sub, v in value.items():
+                if sub not in _TABLES[key]:
+                    raise OptionsError(f"config file {p}: unknown key [{key}] {sub!r}; "
+                                       f"allowed there: {', '.join(_TABLES[key])}.")
+                flat[sub] = v
+        elif key in KEYS:
+            flat[key] = value
+        else:
+            raise OptionsError(f"config file {p}: unknown key {key!r}; known keys: {', '.join(sorted(KEYS))}.")
+    for key, value in flat.items():
+        want = KEYS[key]
+        ok = isinstance(value, want) or (want is float and isinstance(value, int) and not isinstance(value, bool))
+        if not ok or (want is int and isinstance(value, bool)):
+            raise OptionsError(f"config file {p}: {key} should be a {want.__name__}, got {value!r}.")
+    return flat, p.resolve().parent

@@ -1,0 +1,202 @@
+"""Scoring options and the threshold grids of SPEC §2 and §7.
+
+:class:`Options` is validated once, at construction, so that every later stage
+can trust it.  Tolerances are held both in seconds (for the user) and in
+integer nanoseconds (for the kernel, which compares times as int64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import OptionsError
+
+__all__ = ["Options", "default_grid", "fine_grid", "PHASES", "N_BINS"]
+
+#: The two first-arrival phases scored, in the order of the ``phase`` dimension.
+PHASES: tuple[str, str] = ("P", "S")
+#: Number of equal-width calibration bins (SPEC §6).
+N_BINS = 10
+
+
+def default_grid(threshold: float = 0.3) -> np.ndarray:
+    """The default sweep grid of SPEC §2.
+
+    ``round(0.02 * k, 3)`` for k = 1…47, plus the shared ``threshold`` when it is
+    not already on the grid, sorted ascending.
+
+    Examples
+    --------
+    >>> g = default_grid(0.3)
+    >>> float(g[0]), float(g[-1]), len(g)
+    (0.02, 0.94, 47)
+    >>> len(default_grid(0.25))
+    48
+    """
+    grid = {round(0.02 * k, 3) for k in range(1, 48)}
+    grid.add(float(threshold))
+    return np.array(sorted(grid), dtype=np.float64)
+
+
+def fine_grid(floor: float) -> np.ndarray:
+    """The fine curve's thresholds of SPEC §7: ``k / 1000`` for ``floor <= k/1000 <= 1``.
+
+    Examples
+    --------
+    >>> len(fine_grid(0.02))
+    981
+    """
+    k = np.arange(0, 1001, dtype=np.int64)
+    theta = k / 1000.0
+    return theta[theta >= floor]
+
+
+def _seconds_to_ns(value: float) -> int:
+    # Round, do not truncate: 0.3 s is 299999999.99999994 ns in float64.
+    return int(round(float(value) * 1e9))
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything that changes a number pickscale reports.
+
+    Parameters
+    ----------
+    threshold
+        The shared threshold at which tables are read (default 0.3).
+    tol
+        Detection tolerance in seconds (inclusive), default 0.5.
+    residual_tol
+        Tolerance in seconds of the matching that defines onset residuals,
+        default 2.0; must be >= ``tol``.
+    thresholds
+        The sweep grid; default :func:`default_grid`.  The shared threshold is
+        added if missing.  Its lowest value is the floor.
+    budget
+        Matched pick budget (SPEC §7); ``None`` for the default.
+    exhaustive
+        The reference marks every arrival: drop the ``_lb`` suffix.
+
+    Examples
+    --------
+    >>> o = Options(tol=0.25)
+    >>> o.tol_ns, o.floor, len(o.fine)
+    (250000000, 0.02, 981)
+    """
+
+    threshold: float = 0.3
+    tol: float = 0.5
+    residual_tol: float = 2.0
+    thresholds: Sequence[float] | None = None
+    budget: int | None = None
+    exhaustive: bool = False
+    grid: np.ndarray = field(init=False, repr=False, compare=False)
+    fine: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        threshold = _finite("threshold", self.threshold)
+        if not 0.0 <= threshold <= 1.0:
+            raise OptionsError(f"--threshold must lie in [0, 1]; got {threshold!r}.")
+        tol = _finite("tol", self.tol)
+        rtol = _finite("residual_tol", self.residual_tol)
+        if tol < 0:
+            raise OptionsError(f"--tol must be >= 0 seconds; got {tol!r}.")
+        if rtol < tol:
+            raise OptionsError(
+                f"--residual-tol ({rtol!r} s) must be >= --tol ({tol!r} s): residuals are "
+                "matched at least as wide as detections, or the gross-error rate is undefined."
+            )
+        if self.thresholds is None:
+            grid = default_grid(threshold)
+        else:
+            grid = _checked_grid(self.thresholds, threshold)
+        budget = self.budget
+        if budget is not None:
+            if isinstance(budget, bool) or int(budget) != budget or int(budget) < 0:
+                raise OptionsError(f"--budget must be a whole number of picks >= 0; got {budget!r}.")
+            budget = int(budget)
+        object.__setattr__(self, "threshold", threshold)
+        object.__setattr__(self, "tol", tol)
+        object.__setattr__(self, "residual_tol", rtol)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "exhaustive", bool(self.exhaustive))
+        object.__setattr__(self, "thresholds", tuple(float(x) for x in grid))
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "fine", fine_grid(float(grid[0])))
+
+    @property
+    def floor(self) -> float:
+        """The lowest grid value: picks below it take part in nothing."""
+        return float(self.grid[0])
+
+    @property
+    def tol_ns(self) -> int:
+        """Detection tolerance in integer nanoseconds."""
+        return _seconds_to_ns(self.tol)
+
+    @property
+    def residual_tol_ns(self) -> int:
+        """Residual tolerance in integer nanoseconds."""
+        return _seconds_to_ns(self.residual_tol)
+
+    @property
+    def threshold_index(self) -> int:
+        """Position of the shared threshold on the grid."""
+        return int(np.flatnonzero(self.grid == self.threshold)[0])
+
+    def to_attrs(self) -> dict[str, Any]:
+        """Plain-JSON description, stored in the results' attributes."""
+        return {
+            "threshold": self.threshold,
+            "tol": self.tol,
+            "residual_tol": self.residual_tol,
+            "thresholds": [float(x) for x in self.grid],
+            "budget": self.budget,
+            "exhaustive": self.exhaustive,
+        }
+
+    @classmethod
+    def from_attrs(cls, attrs: dict[str, Any]) -> "Options":
+        """Inverse of :meth:`to_attrs`."""
+        return cls(
+            threshold=attrs["threshold"],
+            tol=attrs["tol"],
+            residual_tol=attrs["residual_tol"],
+            thresholds=attrs["thresholds"],
+            budget=attrs.get("budget"),
+            exhaustive=attrs.get("exhaustive", False),
+        )
+
+
+def _finite(name: str, value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise OptionsError(f"--{name.replace('_', '-')} must be a number; got {value!r}.") from None
+    if not np.isfinite(out):
+        raise OptionsError(f"--{name.replace('_', '-')} must be finite; got {value!r}.")
+    return out
+
+
+def _checked_grid(values: Sequence[float], threshold: float) -> np.ndarray:
+    try:
+        grid = np.asarray([float(v) for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise OptionsError(f"--thresholds must be numbers; got {list(values)!r}.") from None
+    if grid.size == 0:
+        raise OptionsError("--thresholds is empty: give at least one confidence threshold in [0, 1].")
+    if not np.all(np.isfinite(grid)) or grid.min() < 0 or grid.max() > 1:
+        bad = [float(v) for v in grid if not (np.isfinite(v) and 0 <= v <= 1)]
+        raise OptionsError(f"--thresholds must lie in [0, 1]; found {bad[:5]}.")
+    if np.any(np.diff(grid) <= 0):
+        raise OptionsError(
+            "--thresholds must be strictly ascending (sorted, no repeats); got "
+            f"{[float(v) for v in grid[:10]]}{' …' if grid.size > 10 else ''}."
+        )
+    if threshold not in set(grid.tolist()):
+        # SPEC §2: the shared threshold joins the grid (it may become the floor).
+        grid = np.sort(np.append(grid, threshold))
+    return grid

@@ -1,0 +1,1019 @@
+"""Reading reference and pick tables, and normalising them (SPEC §1).
+
+Three steps, each usable on its own so that a Dask engine can run the last one
+on partitions:
+
+1. :func:`resolve_sources` turns what the user typed (a file, a folder, a glob,
+   an fsspec URL) into a sorted list of files.
+2. :func:`read_raw` reads one CSV or Parquet file *as it is*: CSV cells stay
+   strings, so that nothing is guessed by pandas before pickscale decides.
+3. :func:`normalise` maps column aliases to the canonical names, parses times
+   to int64 nanoseconds since 1970 UTC, maps phase names to ``P``/``S`` and
+   validates every row.  Invalid rows are a fatal :class:`InputError` unless
+   ``drop_invalid`` (then they are dropped and counted).
+
+Row numbers in messages are spreadsheet row numbers: the header is row 1, the
+first data row is row 2 (``row_offset`` shifts them for later partitions).
+
+Everything here is vectorised: there is no Python loop over rows; phase names
+are mapped over their unique values.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import fsspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InputError
+
+__all__ = [
+    "ALIASES",
+    "COLUMNS",
+    "REQUIRED",
+    "Normalised",
+    "resolve_sources",
+    "read_raw",
+    "normalise",
+    "map_phase",
+]
+
+# --------------------------------------------------------------------------- #
+# The input contract (SPEC §1)
+# --------------------------------------------------------------------------- #
+
+#: Canonical column name -> accepted names, canonical first, in SPEC order
+#: (the first name found in a file wins).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "dataset": ("dataset", "sequence", "region", "study", "experiment", "catalogue"),
+    "model": ("model", "weights", "picker", "method", "run"),
+    "station": ("station", "trace_id", "tid", "station_id", "sta"),
+    "phase": ("phase", "phase_hint", "phase_type", "pha"),
+    "time": (
+        "time", "pick_time", "arrival_time", "peak_time", "phase_time", "peak",
+        "onset", "timestamp",
+    ),
+    "conf": ("conf", "confidence", "probability", "peak_value", "phase_score", "prob", "score"),
+}
+
+#: Columns of a normalised frame, in order, per role.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "reference": ("dataset", "station", "phase", "time"),
+    "picks": ("dataset", "model", "station", "phase", "time", "conf"),
+}
+
+#: Columns a file must have, per role.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "reference": ("station", "phase", "time"),
+    "picks": ("station", "phase", "time", "conf"),
+}
+
+#: Values used when an optional column is absent.
+DEFAULTS: dict[str, str] = {"dataset": "all", "model": "model"}
+
+_WHAT = {
+    "dataset": "the dataset name",
+    "model": "the model name",
+    "station": "the station, e.g. CI.CLC",
+    "phase": "the phase name, e.g. P, Pg, S, Sn",
+    "time": "the arrival/pick time: ISO-8601 or seconds since 1970",
+    "conf": "the pick confidence, a number in [0, 1]",
+}
+
+_CSV_SUFFIXES = (".csv", ".csv.gz")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_SOURCE_SUFFIXES = _CSV_SUFFIXES + _PARQUET_SUFFIXES
+_PARQUET_MAGIC = b"PAR1"
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZIP_MAGIC = b"PK\x03\x04"
+_SNIFF_BYTES = 64 * 1024
+_N_EXAMPLES = 5
+_ROWS_CONVENTION = "row numbers as a spreadsheet shows them: header = row 1"
+#: How a user asks for invalid rows to be dropped (the CLI flag).
+DROP_HINT = "or rerun with --drop-invalid to drop them (they are then counted in a warning)"
+
+_I64_MAX = np.iinfo(np.int64).max
+# Largest whole number of seconds whose nanosecond count fits in int64 (~year 2262).
+_MAX_SECONDS = _I64_MAX // 10**9 - 1
+
+
+# --------------------------------------------------------------------------- #
+# Normalised result
+# --------------------------------------------------------------------------- #
+
+@dataclass
+class Normalised:
+    """A normalised table and what normalising it did.
+
+    Attributes
+    ----------
+    frame
+        Canonical columns only (:data:`COLUMNS` of the role): ``dataset``,
+        (``model``,) ``station``, ``phase`` as object columns of Python ``str``;
+        ``time`` int64 ns since 1970 UTC; (``conf`` float64).  Index 0..n-1.
+    role
+        ``"reference"`` or ``"picks"``.
+    source
+        The file name used in messages.
+    columns
+        Canonical name -> the file's column that was used, or ``None`` when the
+        column was absent and the default (``all`` / ``model``) was used.
+    n_rows_read
+        Data rows in the input.
+    n_invalid
+        Invalid rows dropped (only ever non-zero with ``drop_invalid``).
+    invalid_counts
+        Canonical column -> number of rows invalid in that column (a row can
+        count under several columns).
+    invalid_examples
+        Up to five short descriptions per column, e.g. ``"row 7: conf '85'"``.
+    dropped_phases
+        Original phase name -> rows dropped because it is not P- or S-like.
+    mapped_phases
+        Original phase name -> ``"P"``/``"S"`` for every name that was kept.
+    ignored_columns
+        Columns of the file that pickscale does not use (e.g. ``event``).
+    """
+
+    frame: pd.DataFrame
+    role: str
+    source: str
+    columns: dict[str, str | None]
+    n_rows_read: int
+    n_invalid: int = 0
+    invalid_counts: dict[str, int] = field(default_factory=dict)
+    invalid_examples: list[str] = field(default_factory=list)
+    dropped_phases: dict[str, int] = field(default_factory=dict)
+    mapped_phases: dict[str, str] = field(default_factory=dict)
+    ignored_columns: list[str] = field(default_factory=list)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows kept in :attr:`frame`."""
+        return len(self.frame)
+
+    @property
+    def n_dropped_phases(self) -> int:
+        """Rows dropped because their phase is neither P- nor S-like."""
+        return int(sum(self.dropped_phases.values()))
+
+    def warnings(self) -> list[str]:
+        """Human-readable lines for what was dropped (empty when nothing was)."""
+        out = []
+        if self.n_invalid:
+            per = ", ".join(f"{k}: {v}" for k, v in self.invalid_counts.items())
+            ex = "; ".join(self.invalid_examples[:_N_EXAMPLES])
+            out.append(
+                f"{self.source}: dropped {self.n_invalid} invalid row(s) of "
+                f"{self.n_rows_read} ({per}); first: {ex} ({_ROWS_CONVENTION})"
+            )
+        if self.dropped_phases:
+            per = ", ".join(f"{k!r}: {v}" for k, v in sorted(self.dropped_phases.items()))
+            out.append(
+                f"{self.source}: dropped {self.n_dropped_phases} row(s) whose phase is "
+                f"neither P- nor S-like ({per})"
+            )
+        return out
+
+    @classmethod
+    def combine(cls, parts: Sequence["Normalised"]) -> "Normalised":
+        """Concatenate the results of several partitions or files of one role.
+
+        Counts are summed, examples are kept in order (first five per part),
+        ``columns`` and ``source`` are taken from the first part (files of one
+        input may use different aliases: ``source`` then lists them all).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> raw = pd.DataFrame({"station": ["A"], "phase": ["P"], "time": ["2020-01-01T00:00:00Z"]})
+        >>> a = normalise(raw, role="reference", source="a.csv")
+        >>> Normalised.combine([a, a]).n_rows
+        2
+        """
+        if not parts:
+            raise ValueError("combine() needs at least one part")
+        first = parts[0]
+        frame = pd.concat([p.frame for p in parts], ignore_index=True)
+        sources = list(dict.fromkeys(p.source for p in parts))
+        invalid_counts: dict[str, int] = {}
+        dropped: dict[str, int] = {}
+        mapped: dict[str, str] = {}
+        for p in parts:
+            for k, v in p.invalid_counts.items():
+                invalid_counts[k] = invalid_counts.get(k, 0) + v
+            for k, v in p.dropped_phases.items():
+                dropped[k] = dropped.get(k, 0) + v
+            mapped.update(p.mapped_phases)
+        return cls(
+            frame=frame,
+            role=first.role,
+            source=", ".join(sources),
+            columns=dict(first.columns),
+            n_rows_read=sum(p.n_rows_read for p in parts),
+            n_invalid=sum(p.n_invalid for p in parts),
+            invalid_counts=invalid_counts,
+            invalid_examples=[e for p in parts for e in p.invalid_examples],
+            dropped_phases=dropped,
+            mapped_phases=mapped,
+            ignored_columns=list(dict.fromkeys(c for p in parts for c in p.ignored_columns)),
+        )
+
+
+# --------------------------------------------------------------------------- #
+# Sources
+# --------------------------------------------------------------------------- #
+
+def _has_magic(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def _is_source_file(path: str) -> bool:
+    return path.lower().endswith(_SOURCE_SUFFIXES)
+
+
+def _hidden(path: str, root: str) -> bool:
+    # Skip .ipynb_checkpoints/, .DS_Store and friends below the folder given.
+    rel = path[len(root):].lstrip("/")
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
+def _list_folder(fs: Any, folder: str) -> list[str]:
+    files = [p for p in fs.find(folder) if _is_source_file(p) and not _hidden(p, folder)]
+    return sorted(files)
+
+
+def resolve_sources(source: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
+    """Expand a file, folder, glob or fsspec URL into a sorted list of files.
+
+    A folder yields every ``*.csv``, ``*.csv.gz``, ``*.parquet`` and ``*.pq``
+    file inside it, recursively (hidden files and folders skipped).  A glob
+    yields every file it matches (folders it matches are expanded as above).
+    A list of sources is resolved item by item, in order, without repeats.
+
+    Parameters
+    ----------
+    source
+        A local path, a glob, an fsspec URL (``s3://...``, ``memory://...``),
+        or a list of these.
+
+    Returns
+    -------
+    list of str
+        Local files as plain paths, remote files as URLs with their protocol.
+
+    Raises
+    ------
+    InputError
+        When the path does not exist or nothing readable is found.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "b.csv").write_text("x"); _ = (d / "a.parquet").write_text("x")
+    >>> [pathlib.Path(p).name for p in resolve_sources(d)]
+    ['a.parquet', 'b.csv']
+    """
+    if isinstance(source, (list, tuple)):
+        out: list[str] = []
+        for item in source:
+            out.extend(resolve_sources(item))
+        return list(dict.fromkeys(out))
+
+    text = os.fspath(source)
+    fs, path = fsspec.core.url_to_fs(text)
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    local = protocol in ("file", "local")
+
+    if _has_magic(path):
+        found: list[str] = []
+        for p in sorted(fs.glob(path)):
+            if fs.isdir(p):
+                found.extend(_list_folder(fs, p))
+            else:
+                found.append(p)
+        if not found:
+            raise InputError(f"{text}: no file matches this pattern.")
+    elif fs.isdir(path):
+        found = _list_folder(fs, path)
+        if not found:
+            raise InputError(
+                f"{text}: the folder holds no *.csv, *.csv.gz, *.parquet or *.pq file."
+            )
+    elif fs.exists(path):
+        found = [path]
+    else:
+        raise InputError(f"{text}: no such file or folder.")
+    found = sorted(dict.fromkeys(found))
+    return found if local else [fs.unstrip_protocol(p) for p in found]
+
+
+# --------------------------------------------------------------------------- #
+# Reading one file
+# --------------------------------------------------------------------------- #
+
+def _suffix_kind(path: str) -> str | None:
+    low = path.lower()
+    if low.endswith(_PARQUET_SUFFIXES):
+        return "parquet"
+    if low.endswith(_CSV_SUFFIXES) or low.endswith((".tsv", ".txt", ".tsv.gz", ".txt.gz")):
+        return "csv"
+    return None
+
+
+def _head(path: str, compression: str | None = None) -> bytes:
+    try:
+        with fsspec.open(path, "rb", compression=compression) as f:
+            return f.read(_SNIFF_BYTES)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file.") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a file.") from None
+    except (OSError, EOFError) as exc:  # e.g. a truncated gzip stream
+        raise InputError(f"{path}: cannot be read ({exc}).") from None
+
+
+def _not_text_reason(head: bytes) -> str | None:
+    """Why ``head`` cannot be the start of a CSV file, or ``None``."""
+    if head.startswith(_ZIP_MAGIC):
+        return ("is a ZIP archive (an Excel .xlsx workbook?), not a CSV or Parquet file; "
+                "export it as CSV")
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if stripped.startswith((b"<!doctype html", b"<html", b"<head", b"<?xml", b"<body")):
+        return ("is an HTML/XML page, not a CSV or Parquet file (a download that returned "
+                "a web page, e.g. a login or error page?)")
+    if b"\x00" in head:
+        return "holds binary data: it is neither a CSV (text) nor a Parquet file"
+    return None
+
+
+def _utf8_error(path: str, compression: str | None) -> str:
+    """Locate the first byte that is not UTF-8; streamed, so big files are fine."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    lines = 1
+    with fsspec.open(path, "rb", compression=compression) as f:
+        while True:
+            chunk = f.read(1 << 20)
+            final = not chunk
+            try:
+                decoder.decode(chunk, final=final)
+            except UnicodeDecodeError as exc:
+                # exc.start counts from the decoder's buffered bytes + this chunk;
+                # the buffer holds at most 3 bytes of an unfinished character.
+                buffered = len(exc.object) - len(chunk)
+                pos = offset - buffered + exc.start
+                lines_in_chunk = exc.object[: exc.start].count(b"\n")
+                bad = exc.object[exc.start: exc.start + 1]
+                return (
+                    f"byte 0x{bad.hex().upper()} at byte offset {pos} (line {lines + lines_in_chunk}"
+                    f" of the file) is not UTF-8"
+                )
+            if final:
+                return "it is not UTF-8 text"
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+
+
+def _sniff_delimiter(text: str) -> str:
+    """``,``, ``;`` or tab, from the first lines.
+
+    ``csv.Sniffer`` looks for a delimiter that splits every line into the same
+    number of fields; if it fails, or picks a character absent from the header
+    line, the candidate occurring most often in the header line wins (``,`` on
+    a tie or when none occurs).
+    """
+    lines = text.splitlines()
+    header = lines[0] if lines else ""
+    sample = "\n".join(lines[:20])
+    try:
+        delim = csv.Sniffer().sniff(sample, delimiters=",;\t").delimiter
+    except csv.Error:
+        delim = ""
+    if delim and delim in header:
+        return delim
+    counts = {d: header.count(d) for d in (",", ";", "\t")}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
+
+
+def _read_csv(path: str, head: bytes, compression: str | None) -> pd.DataFrame:
+    # A one-column result cannot come from a ';' or tab file: the sniffer takes
+    # any candidate found in the header line.  Other delimiters ('|') yield one
+    # column, and normalise() then names it with a hint.
+    name = path
+    reason = _not_text_reason(head)
+    if reason:
+        raise InputError(f"{name}: {reason}.")
+    try:
+        # final=False: the sniffed block may end inside a multi-byte character.
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(head, final=False)
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{name}: {_utf8_error(path, compression)}; save the file as UTF-8 "
+            "(Latin-1/Windows-1252 accents such as 'é' are the usual cause)."
+        ) from None
+    if not text.strip():
+        raise InputError(f"{name}: the file holds no header and no rows (only white space).")
+    delim = _sniff_delimiter(text)
+    try:
+        with fsspec.open(path, "rb", compression=compression) as f:
+            df = pd.read_csv(
+                f, sep=delim, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                engine="c",
+            )
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{name}: {_utf8_error(path, compression)}; save the file as UTF-8 "
+            "(Latin-1/Windows-1252 accents such as 'é' are the usual cause)."
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{name}: the file holds no header and no rows.") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(
+            f"{name}: not a well-formed CSV file (delimiter {delim!r}): {exc}"
+        ) from None
+    if len(df) == 0:
+        raise InputError(
+            f"{name}: the file has a header ({', '.join(map(str, df.columns))}) but no data rows."
+        )
+    df.attrs.update(source=path, format="csv", delimiter=delim)
+    return df
+
+
+def _read_parquet(path: str) -> pd.DataFrame:
+    try:
+        with fsspec.open(path, "rb") as f:
+            df = pd.read_parquet(f, engine="pyarrow")
+    except (OSError, ValueError, TypeError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise InputError(f"{path}: cannot be read as Parquet ({exc}).") from None
+    if len(df) == 0:
+        cols = ", ".join(map(str, df.columns)) or "none"
+        raise InputError(f"{path}: the Parquet file has no rows (columns: {cols}).")
+    df.attrs.update(source=path, format="parquet")
+    return df
+
+
+def read_raw(path: str) -> pd.DataFrame:
+    """Read one CSV or Parquet file as it is.
+
+    CSV cells are read as strings (``dtype=str``, empty cells ``''``) so that
+    pandas guesses nothing; the delimiter (``,``, ``;`` or tab) is sniffed
+    from the first lines, a UTF-8 byte-order mark is ignored, gzip is detected
+    from the extension or the content.  Parquet columns keep their types
+    (pyarrow).  The format comes from the extension; a file with another
+    extension is sniffed (Parquet starts with ``PAR1``).  ``df.attrs`` records
+    ``source``, ``format`` and, for CSV, ``delimiter``.
+
+    Parameters
+    ----------
+    path
+        A local path or fsspec URL of one file.
+
+    Raises
+    ------
+    InputError
+        Naming the file: missing, empty, header only, binary or HTML content,
+        not UTF-8 (with the byte offset and line), malformed CSV or Parquet.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ref.csv"
+    >>> _ = p.write_text("station;phase;time\\nCLC;P;2020-01-01T00:00:00Z\\n")
+    >>> df = read_raw(str(p))
+    >>> list(df.columns), df.attrs["delimiter"]
+    (['station', 'phase', 'time'], ';')
+    """
+    path = os.fspath(path)
+    head = _head(path)
+    if not head:
+        raise InputError(f"{path}: the file is empty (0 bytes).")
+    kind = _suffix_kind(path)
+    if head.startswith(_PARQUET_MAGIC):
+        return _read_parquet(path)
+    if kind == "parquet":
+        reason = _not_text_reason(head) or "is not a Parquet file (it does not start with 'PAR1')"
+        raise InputError(f"{path}: {reason}.")
+    compression = "gzip" if head.startswith(_GZIP_MAGIC) else None
+    if compression:
+        head = _head(path, compression)
+        if not head:
+            raise InputError(f"{path}: the compressed file is empty.")
+    return _read_csv(path, head, compression)
+
+
+# --------------------------------------------------------------------------- #
+# Column resolution
+# --------------------------------------------------------------------------- #
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _key(name: Any) -> str:
+    return str(name).strip().casefold()
+
+
+def _resolve_columns(raw: pd.DataFrame, role: str, source: str) -> dict[str, str | None]:
+    """Canonical name -> column of ``raw`` (first alias found wins), or None."""
+    by_key: dict[str, Any] = {}
+    for col in raw.columns:
+        # Among columns equal up to case, an exact canonical spelling is preferred,
+        # otherwise the left-most one.
+        k = _key(col)
+        if k not in by_key or str(col).strip() == k:
+            by_key[k] = col
+    found: dict[str, str | None] = {}
+    for canonical in COLUMNS[role]:
+        found[canonical] = next(
+            (by_key[a] for a in ALIASES[canonical] if a in by_key), None
+        )
+    missing = [c for c in REQUIRED[role] if found[c] is None]
+    if missing:
+        lines = [
+            f"{source}: the {role} table has no column for "
+            + _and([repr(m) for m in missing]) + "."
+        ]
+        have = ", ".join(repr(str(c)) for c in raw.columns) or "none"
+        lines.append(f"  Columns found: {have}.")
+        for m in missing:
+            lines.append(
+                f"  {m} ({_WHAT[m]}) is accepted under any of these names (any case): "
+                + ", ".join(ALIASES[m]) + "."
+            )
+        if len(raw.columns) == 1 and any(d in str(raw.columns[0]) for d in ";\t|"):
+            lines.append("  The single column name contains a delimiter: is the file "
+                         "separated by something other than ',', ';' or tab?")
+        raise InputError("\n".join(lines))
+    return found
+
+
+# --------------------------------------------------------------------------- #
+# Column parsers: each returns values and a boolean "valid" mask
+# --------------------------------------------------------------------------- #
+
+def _as_text(col: pd.Series) -> tuple[pd.Series, np.ndarray]:
+    """Stripped string values (pandas ``str`` dtype) and a missing-value mask."""
+    missing = col.isna().to_numpy()
+    if not (pd.api.types.is_string_dtype(col.dtype) and col.dtype != object):
+        col = col.astype("str")
+    text = col.str.strip()
+    missing = missing | (text == "").fillna(True).to_numpy(dtype=bool)
+    return text, missing
+
+
+def _to_object(values: pd.Series) -> np.ndarray:
+    return values.astype(object).to_numpy(dtype=object)
+
+
+def parse_station(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Station strings stripped of surrounding white space and trailing dots.
+
+    Returns ``(values, valid)``: an object array of ``str`` and a mask that is
+    False for empty or missing stations.
+
+    Examples
+    --------
+    >>> v, ok = parse_station(pd.Series([" CI.CLC. ", "", "X.."]))
+    >>> v.tolist(), ok.tolist()
+    (['CI.CLC', '', 'X'], [True, False, True])
+    """
+    text, missing = _as_text(col)
+    # strip -> rstrip('.') -> strip keeps the operation idempotent ("CLC . " -> "CLC").
+    text = text.str.rstrip(".").str.strip().fillna("")
+    valid = ~missing & (text != "").to_numpy(dtype=bool)
+    return _to_object(text), valid
+
+
+_P_NAMES = frozenset({"P", "Pg", "Pn", "Pb", "P*"})
+_S_NAMES = frozenset({"S", "Sg", "Sn", "Sb", "S*"})
+
+
+def map_phase(name: str) -> str | None:
+    """SPEC §1 phase mapping for one (already stripped) name; ``None`` = dropped.
+
+    Case-sensitive: ``pP``/``sS`` are depth phases and ``p``/``s`` are not
+    ``P``/``S``.  ``P*``/``S*`` are the literal phase names (Conrad phases).
+
+    Examples
+    --------
+    >>> [map_phase(x) for x in ["P", "Pg", "Sn", "P*", "pP", "p", "PKP"]]
+    ['P', 'P', 'S', 'P', None, None, None]
+    """
+    if name in _P_NAMES:
+        return "P"
+    if name in _S_NAMES:
+        return "S"
+    return None
+
+
+def parse_phase(col: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int],
+                                           dict[str, str]]:
+    """Map phase names to ``P``/``S`` over unique values.
+
+    Returns ``(phase, valid, keep, counts_dropped, mapped)``: ``phase`` object
+    array (``None`` where not P/S-like), ``valid`` False for empty phases,
+    ``keep`` True for P/S-like phases, counts of dropped rows per original
+    (stripped) name, and the mapping used for the names kept.
+    """
+    text, missing = _as_text(col)
+    codes, uniques = pd.factorize(text.fillna(""))
+    mapped = np.array([map_phase(u) for u in uniques] + [None], dtype=object)
+    phase = mapped[codes]  # code -1 (missing) picks the trailing None
+    keep_u = np.array([m is not None for m in mapped[:-1]], dtype=bool)
+    keep = np.append(keep_u, False)[codes]
+    valid = ~missing
+    counts = np.bincount(codes[valid & ~keep], minlength=len(uniques))
+    dropped = {str(uniques[i]): int(counts[i]) for i in np.flatnonzero(counts)}
+    kept_counts = np.bincount(codes[keep], minlength=len(uniques))
+    used = {str(uniques[i]): str(mapped[i]) for i in np.flatnonzero(kept_counts)}
+    return phase, valid, keep, dropped, used
+
+
+# ---- times ------------------------------------------------------------------ #
+
+_NUMBER_RE = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_DECIMAL_RE = r"^(?P<sign>[+-]?)(?P<whole>\d*)(?:\.(?P<frac>\d*))?$"
+_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def _datetimes_to_ns(dt: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """datetime64 Series (naive = UTC, aware -> UTC) to int64 ns with a valid mask.
+
+    Values outside the int64 ns range (before 1677 or after 2262) are invalid
+    rather than an OverflowError, so they are reported with their row.
+    """
+    if dt.dt.tz is not None:  # .dt.tz also covers pyarrow timestamp columns
+        dt = dt.dt.tz_convert("UTC").dt.tz_localize(None)
+    if isinstance(dt.dtype, pd.ArrowDtype):
+        dt = dt.astype(f"datetime64[{dt.dtype.pyarrow_dtype.unit}]")
+    unit = np.datetime_data(dt.dtype)[0]
+    values = dt.to_numpy(dtype=f"datetime64[{unit}]").view(np.int64)
+    factor = _UNIT_NS[unit]
+    nat = np.iinfo(np.int64).min
+    valid = (values != nat) & (np.abs(np.where(values == nat, 0, values)) <= _I64_MAX // factor - 1)
+    ns = np.where(valid, values, 0) * factor
+    return ns.astype(np.int64), valid
+
+
+def _float_seconds_to_ns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float seconds -> the float's exact value rounded to the nearest ns.
+
+    Whole and fractional seconds are converted separately: ``np.round(x * 1e9)``
+    would round the product to float64's spacing near 1.6e18 (256 ns) first.
+    ``x - floor(x)`` is exact in float64, and ``np.round`` rounds ties to even.
+    (A float64 near 1.7e9 s itself only resolves ~0.24 µs: give ISO strings or
+    decimal text when nanoseconds matter.)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    valid = np.isfinite(x) & (np.abs(x) <= _MAX_SECONDS)
+    x = np.where(valid, x, 0.0)
+    whole = np.floor(x)
+    frac_ns = np.round((x - whole) * 1e9).astype(np.int64)
+    return whole.astype(np.int64) * np.int64(10**9) + frac_ns, valid
+
+
+def _int_seconds_to_ns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x)
+    if x.dtype.kind == "u":
+        valid = x <= _MAX_SECONDS
+        x = np.where(valid, x, 0).astype(np.int64)
+    else:
+        x = x.astype(np.int64)
+        valid = np.abs(x) <= _MAX_SECONDS
+    return np.where(valid, x, 0) * np.int64(10**9), valid
+
+
+def _decimal_strings_to_ns(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Exact seconds->ns for plain decimal strings ('1153670347.960123456').
+
+    Digits beyond the 9th decimal are rounded half away from zero on the 10th.
+    Strings with an exponent ('1.1e9') go through float64.  pyarrow compute
+    does the string work: pandas' ``str.extract`` would loop in Python.
+    """
+    n = len(text)
+    ns = np.zeros(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=bool)
+    has_exp = text.str.contains("[eE]", regex=True).to_numpy(dtype=bool)
+    if has_exp.any():
+        f = pd.to_numeric(text[has_exp], errors="coerce").to_numpy(dtype=np.float64)
+        ns[has_exp], valid[has_exp] = _float_seconds_to_ns(f)
+    plain = ~has_exp
+    if plain.any():
+        arr = pa.array(text[plain].to_numpy(dtype=object), type=pa.string())
+        parts = pc.extract_regex(arr, _DECIMAL_RE)
+        sign = pc.struct_field(parts, "sign")
+        whole = pc.utf8_ltrim(pc.struct_field(parts, "whole"), "0")
+        frac = pc.utf8_rpad(pc.struct_field(parts, "frac"), 10, "0")
+        fits = pc.less_equal(pc.utf8_length(whole), 10)
+        whole = pc.if_else(pc.and_(fits, pc.not_equal(whole, "")), whole, "0")
+        whole_int = pc.cast(whole, pa.int64()).to_numpy()
+        nano = pc.cast(pc.utf8_slice_codeunits(frac, 0, 9), pa.int64()).to_numpy()
+        round_up = pc.greater_equal(pc.utf8_slice_codeunits(frac, 9, 10), "5").to_numpy(
+            zero_copy_only=False)
+        ok = fits.to_numpy(zero_copy_only=False) & (whole_int <= _MAX_SECONDS)
+        total = np.where(ok, whole_int, 0) * np.int64(10**9) + nano + round_up
+        negative = pc.equal(sign, "-").to_numpy(zero_copy_only=False)
+        ns[plain] = np.where(negative, -total, total)
+        valid[plain] = ok
+    return ns, valid
+
+
+def _string_times_to_ns(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Strings: numbers are seconds since 1970, everything else ISO-8601.
+
+    ISO strings may carry any UTC offset ('Z', '+02:00') or none (then UTC);
+    a column may mix them (naive values are taken as UTC).  Fractional seconds
+    are kept to the nanosecond (a 10th digit and beyond is truncated by pandas).
+    """
+    n = len(text)
+    ns = np.zeros(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=bool)
+    # RFC 3339 allows a lower-case 't'/'z'; pandas' ISO8601 parser does not.
+    text = text.str.upper()
+    numeric = text.str.fullmatch(_NUMBER_RE).fillna(False).to_numpy(dtype=bool)
+    if numeric.any():
+        ns[numeric], valid[numeric] = _decimal_strings_to_ns(text[numeric])
+    iso = ~numeric
+    if iso.any():
+        dt = pd.to_datetime(text[iso], utc=True, format="ISO8601", errors="coerce")
+        ns[iso], valid[iso] = _datetimes_to_ns(dt)
+    return ns, valid
+
+
+def parse_time(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Any supported time column to ``(int64 ns since 1970 UTC, valid mask)``.
+
+    - strings: ISO-8601 (``T`` or space, ``Z``/offset/none = UTC; a mix of
+      naive and offset values is allowed, naive ones are UTC) or numbers
+      (seconds since 1970, parsed exactly from the decimal digits);
+    - datetime64 columns: naive = UTC, aware converted to UTC;
+    - numeric columns: seconds since 1970; integers are exact, floats are
+      rounded to the nearest ns (ties to even; see ``_float_seconds_to_ns``).
+
+    Values that cannot be parsed or fall outside 1677–2262 are invalid.
+
+    Examples
+    --------
+    >>> ns, ok = parse_time(pd.Series(["1970-01-01T00:00:01.000000001Z",
+    ...                                "1970-01-01 02:00:00+02:00", "1.5", "x"]))
+    >>> ns.tolist(), ok.tolist()
+    ([1000000001, 0, 1500000000, 0], [True, True, True, False])
+    """
+    dtype = col.dtype
+    if dtype.kind == "M" or isinstance(dtype, pd.DatetimeTZDtype):
+        return _datetimes_to_ns(col)
+    if dtype.kind in "iu" and not col.hasnans:
+        return _int_seconds_to_ns(col.to_numpy(dtype=np.dtype(dtype.kind + "8")))
+    if dtype.kind in "iuf":  # also nullable / pyarrow numbers with missing values
+        return _float_seconds_to_ns(col.to_numpy(dtype=np.float64, na_value=np.nan))
+    if dtype == object:
+        kind = pd.api.types.infer_dtype(col, skipna=True)
+        if kind in ("datetime64", "datetime", "date"):
+            dt = pd.to_datetime(col, utc=True, errors="coerce")
+            return _datetimes_to_ns(dt)
+        if kind in ("integer", "floating", "mixed-integer-float", "decimal"):
+            f = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+            return _float_seconds_to_ns(f)
+    text, missing = _as_text(col)
+    ns, valid = _string_times_to_ns(text.fillna(""))
+    valid &= ~missing
+    return np.where(valid, ns, 0), valid
+
+
+def parse_conf(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence as float64 and a mask: valid = finite and within [0, 1]."""
+    if col.dtype.kind in "iuf":
+        conf = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        text, _ = _as_text(col)
+        conf = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    valid = np.isfinite(conf) & (conf >= 0.0) & (conf <= 1.0)
+    return conf, valid
+
+
+def parse_label(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A dataset or model name: stripped string; empty or missing is invalid."""
+    text, missing = _as_text(col)
+    text = text.fillna("")
+    return _to_object(text), ~missing
+
+
+# --------------------------------------------------------------------------- #
+# Messages about invalid rows
+# --------------------------------------------------------------------------- #
+
+_PROBLEM = {
+    "dataset": "an empty dataset name",
+    "model": "an empty model name",
+    "station": "an empty station",
+    "phase": "an empty phase",
+    "time": "an unreadable time (or one outside 1677-2262)",
+    "conf": "conf missing or outside [0, 1]",
+}
+
+
+def _show(value: Any) -> str:
+    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return repr(text)
+
+
+def _time_hint(values: pd.Series) -> str:
+    x = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(np.float64)
+    x = np.abs(x[np.isfinite(x)])
+    hint = (" Expected ISO-8601 (e.g. 2021-03-04T05:06:07.89Z; any UTC offset, none = UTC)"
+            " or a number of seconds since 1970.")
+    if x.size == 0:
+        return hint
+    mag = float(np.median(x))
+    for lo, unit, div in ((1e17, "nanoseconds", "1e9"), (1e14, "microseconds", "1e6"),
+                          (1e11, "milliseconds", "1000")):
+        if mag >= lo:
+            return hint + (f" The numbers look like {unit} since 1970; convert to seconds "
+                           f"(divide by {div}).")
+    return hint
+
+
+def _conf_hint(values: pd.Series, all_values: pd.Series) -> str:
+    hint = " Expected a number in [0, 1]."
+    text = all_values.astype(str).str.strip()
+    x = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
+    x = x[np.isfinite(x)]
+    if x.size and 1 < x.max() <= 100 and x.min() >= 0:
+        hint += " conf looks like a percentage (0-100); divide by 100."
+    if values.astype(str).str.fullmatch(r"\s*[+-]?\d+,\d+\s*").fillna(False).any():
+        hint += " Some values use a decimal comma; use a decimal point."
+    return hint
+
+
+def _describe_invalid(
+    raw: pd.DataFrame,
+    columns: dict[str, str | None],
+    problems: dict[str, np.ndarray],
+    row_offset: int,
+) -> tuple[list[str], list[str]]:
+    """(message lines per column, short examples) for the invalid rows."""
+    lines: list[str] = []
+    examples: list[str] = []
+    for canonical, bad in problems.items():
+        idx = np.flatnonzero(bad)
+        if idx.size == 0:
+            continue
+        name = columns[canonical]
+        col = raw[name]
+        first = idx[:_N_EXAMPLES]
+        shown = [f"row {row_offset + i + 2}: {_show(col.iloc[i])}" for i in first]
+        examples += [f"row {row_offset + i + 2}: {canonical} {_show(col.iloc[i])}" for i in first]
+        more = f" (first {len(first)} shown)" if idx.size > len(first) else ""
+        hint = ""
+        if canonical == "time":
+            hint = _time_hint(col.iloc[idx[:1000]])
+        elif canonical == "conf":
+            hint = _conf_hint(col.iloc[idx[:1000]], col)
+        lines.append(
+            f"  {canonical} (column {str(name)!r}): {idx.size} row(s) with {_PROBLEM[canonical]}"
+            f"{more} — " + ", ".join(shown) + "." + hint
+        )
+    return lines, examples
+
+
+# --------------------------------------------------------------------------- #
+# normalise
+# --------------------------------------------------------------------------- #
+
+def normalise(
+    raw: pd.DataFrame,
+    *,
+    role: str,
+    source: str,
+    drop_invalid: bool = False,
+    row_offset: int = 0,
+) -> Normalised:
+    """Map aliases, parse and validate one raw table (SPEC §1).
+
+    Parameters
+    ----------
+    raw
+        A frame from :func:`read_raw` (or any frame with the same meaning).
+    role
+        ``"reference"`` (analyst arrivals) or ``"picks"`` (model output).
+    source
+        The file name shown in messages.
+    drop_invalid
+        Drop invalid rows (and count them) instead of raising.
+    row_offset
+        Data rows of the same file before this frame, so that row numbers in
+        messages are those of the file.
+
+    Returns
+    -------
+    Normalised
+        See the class.  Rows whose phase is neither P- nor S-like are dropped
+        first (and counted per name) and are not validated further.
+
+    Raises
+    ------
+    InputError
+        A required column is missing (lists the columns found and the accepted
+        names), or rows are invalid and ``drop_invalid`` is False (names the
+        file, the count, the first five row numbers per column and their
+        values; row numbers as a spreadsheet shows them, header = row 1).
+
+    Notes
+    -----
+    Times: ISO-8601 strings with any UTC offset or none (= UTC; naive and
+    offset values may be mixed, naive ones are UTC); datetime columns (naive =
+    UTC); numbers = seconds since 1970 (a float's value rounded to the
+    nearest ns, ties to even; numeric strings parsed exactly from their digits).  Stations: surrounding white space and
+    trailing '.' removed.  Dataset/model names: surrounding white space
+    removed; an empty one is invalid.  An ``event`` column is never a dataset.
+
+    Examples
+    --------
+    >>> raw = pd.DataFrame({"station_id": ["CI.CLC."], "phase_type": ["Pg"],
+    ...                     "phase_time": ["2020-01-01T00:00:00.5Z"], "phase_score": ["0.9"]})
+    >>> n = normalise(raw, role="picks", source="picks.csv")
+    >>> r = n.frame.iloc[0]
+    >>> r["dataset"], r["model"], r["station"], r["phase"], int(r["time"]), float(r["conf"])
+    ('all', 'model', 'CI.CLC', 'P', 1577836800500000000, 0.9)
+    >>> n.columns["time"]
+    'phase_time'
+    """
+    if role not in COLUMNS:
+        raise ValueError(f"role must be 'reference' or 'picks', not {role!r}")
+    columns = _resolve_columns(raw, role, source)
+    raw = raw.reset_index(drop=True)
+    n = len(raw)
+
+    phase, phase_ok, keep, dropped, mapped = parse_phase(raw[columns["phase"]])
+    # Rows of other phases leave first: a bulletin's PKP rows are not validated.
+    considered = keep | ~phase_ok
+
+    out: dict[str, Any] = {}
+    problems: dict[str, np.ndarray] = {}
+    for label in ("dataset", "model"):
+        if label not in COLUMNS[role]:
+            continue
+        if columns[label] is None:
+            out[label] = np.full(n, DEFAULTS[label], dtype=object)
+        else:
+            out[label], ok = parse_label(raw[columns[label]])
+            problems[label] = ~ok & considered
+    out["station"], ok = parse_station(raw[columns["station"]])
+    problems["station"] = ~ok & considered
+    out["phase"] = phase
+    problems["phase"] = ~phase_ok
+    out["time"], ok = parse_time(raw[columns["time"]])
+    problems["time"] = ~ok & considered
+    if role == "picks":
+        out["conf"], ok = parse_conf(raw[columns["conf"]])
+        problems["conf"] = ~ok & considered
+
+    invalid = np.zeros(n, dtype=bool)
+    for bad in problems.values():
+        invalid |= bad
+    n_invalid = int(invalid.sum())
+    invalid_counts = {k: int(v.sum()) for k, v in problems.items() if v.any()}
+    examples: list[str] = []
+    if n_invalid:
+        lines, examples = _describe_invalid(raw, columns, problems, row_offset)
+        if not drop_invalid:
+            head = (f"{source}: {n_invalid} invalid row(s) of {n} in the {role} table "
+                    f"({_ROWS_CONVENTION}):")
+            raise InputError("\n".join([head, *lines, f"Fix these rows, {DROP_HINT}."]))
+
+    rows = np.flatnonzero(keep & ~invalid)
+    frame = pd.DataFrame({
+        name: pd.Series(out[name][rows], dtype=(object if name not in ("time", "conf")
+                                                  else out[name].dtype))
+        for name in COLUMNS[role]
+    })
+    frame["time"] = frame["time"].astype(np.int64)
+    if "conf" in frame:
+        frame["conf"] = frame["conf"].astype(np.float64)
+    used = {c for c in columns.values() if c is not None}
+    return Normalised(
+        frame=frame,
+        role=role,
+        source=source,
+        columns={k: (None if v is None else str(v)) for k, v in columns.items()},
+        n_rows_read=n,
+        n_invalid=n_invalid,
+        invalid_counts=invalid_counts,
+        invalid_examples=examples,
+        dropped_phases=dropped,
+        mapped_phases=mapped,
+        ignored_columns=[str(c) for c in raw.columns if c not in used],
+    )
