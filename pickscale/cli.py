@@ -49,6 +49,12 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler, e.g. tcp://host:8786 (or set DASK_SCHEDULER_ADDRESS)")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace an existing results store")
+    _add_output(p)
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default png)")
+    p.add_argument("--no-figures", action="store_true", help="write the tables only")
     p.add_argument("--quiet", action="store_true", help="print no tables")
 
 
@@ -71,8 +77,8 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="write the tables of a results store and print them")
     r.add_argument("store", help="a results.zarr written by pickscale score")
-    r.add_argument("--out", help="folder for the tables (default: the store's folder)")
-    r.add_argument("--quiet", action="store_true", help="print no tables")
+    r.add_argument("--out", help="folder for the tables and figures (default: the store's folder)")
+    _add_output(r)
     return parser
 
 
@@ -102,18 +108,39 @@ def _print_tables(frames, options_exhaustive: bool) -> None:
               "(use --exhaustive if the reference marks every arrival).")
 
 
-def _write_outputs(ds, out_dir: Path, *, overwrite: bool, quiet: bool) -> None:
-    from .store import save
+def write_report(ds, out_dir: Path, *, fmt: str = "png", figures: bool = True, quiet: bool = False) -> None:
+    """Tables (and figures) of a results Dataset into ``out_dir``; print the summary tables.
+
+    ``pickscale score`` and ``pickscale report`` both end here, so the files
+    they write are byte-identical for the same store.
+    """
     from .tables import tables, write_tables
 
     frames = tables(ds)
-    save(ds, out_dir / "results.zarr", overwrite=overwrite)
     paths = write_tables(frames, out_dir)
-    for line in ds.attrs.get("warnings", []):
-        print(f"warning: {line}", file=sys.stderr)
+    written = [p.name for p in paths]
+    if figures:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from .plot import save_figures
+
+        figs = save_figures(ds, out_dir / "figures", format=fmt)
+        written.append(f"figures/ ({len(figs)} {fmt})")
     if not quiet:
         _print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
-        print(f"\nwrote {out_dir / 'results.zarr'} and {', '.join(p.name for p in paths)} to {out_dir}")
+        print(f"\nwrote {', '.join(written)} to {out_dir}")
+
+
+def _write_outputs(ds, out_dir: Path, *, overwrite: bool, args: argparse.Namespace) -> None:
+    from .store import save
+
+    save(ds, out_dir / "results.zarr", overwrite=overwrite)
+    for line in ds.attrs.get("warnings", []):
+        print(f"warning: {line}", file=sys.stderr)
+    write_report(ds, out_dir, fmt=args.format, figures=not args.no_figures, quiet=args.quiet)
+    if not args.quiet:
+        print(f"results store: {out_dir / 'results.zarr'}")
 
 
 def _check_target(out_dir: Path, overwrite: bool) -> None:
@@ -149,12 +176,19 @@ def _run_score(args: argparse.Namespace) -> int:
     options = _options(args, config)
     out_dir = Path(out)
     _check_target(out_dir, overwrite)
+    # Fail on a missing input or a bad option before a cluster is started.
+    from .options import Options
+    from .readers import resolve_sources
+
+    Options(**options)
+    resolve_sources(reference)
+    resolve_sources(picks)
     scheduler = args.scheduler or config.get("scheduler")
     workers = args.workers or config.get("workers")
     with cluster_client(workers=workers, scheduler=scheduler) as client:
         ds = score(reference, picks, drop_invalid=drop_invalid, client=client, **options)
         out_dir.mkdir(parents=True, exist_ok=True)
-        _write_outputs(ds, out_dir, overwrite=overwrite, quiet=args.quiet)
+        _write_outputs(ds, out_dir, overwrite=overwrite, args=args)
     return EXIT_OK
 
 
@@ -179,7 +213,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     print(f"inputs: {ref_path} and {picks_path}")
     with cluster_client(workers=args.workers, scheduler=args.scheduler) as client:
         ds = score(str(ref_path), str(picks_path), client=client, **_options(args, {}))
-        _write_outputs(ds, out_dir, overwrite=overwrite, quiet=args.quiet)
+        _write_outputs(ds, out_dir, overwrite=overwrite, args=args)
     print("\nWhat to see:")
     for line in facts(tables(ds)):
         print(f"  - {line}")
@@ -188,15 +222,10 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_report(args: argparse.Namespace) -> int:
     from .store import open_results
-    from .tables import tables, write_tables
 
     ds = open_results(args.store).load()
     out_dir = Path(args.out) if args.out else Path(args.store).resolve().parent
-    frames = tables(ds)
-    paths = write_tables(frames, out_dir)
-    if not args.quiet:
-        _print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
-        print(f"\nwrote {', '.join(p.name for p in paths)} to {out_dir}")
+    write_report(ds, out_dir, fmt=args.format, figures=not args.no_figures, quiet=args.quiet)
     return EXIT_OK
 
 

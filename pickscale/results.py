@@ -23,10 +23,7 @@ from .kernel import StationResult
 from .metrics import calibration, curves, detection, timing
 from .options import N_BINS, PHASES, Options
 
-__all__ = ["DatasetCounts", "combine", "assemble", "derive", "metric_name", "SCHEMA_VERSION", "STATION_FIELDS"]
-
-#: Version of the store layout; bumped whenever a variable changes meaning or shape.
-SCHEMA_VERSION = 1
+__all__ = ["DatasetCounts", "combine", "assemble", "derive", "metric_name", "STATION_FIELDS"]
 
 # Per-station additive counts: field -> dims before the trailing station axis.
 STATION_FIELDS: dict[str, tuple[str, ...]] = {
@@ -205,7 +202,6 @@ def assemble(
     ds = xr.Dataset(variables, coords=coords)
     ds.attrs.update(dict(attrs or {}))
     ds.attrs["options"] = options.to_attrs()
-    ds.attrs["pickscale_schema"] = SCHEMA_VERSION
     return derive(ds, options=options, residual_ns=pairs["residual_ns"])
 
 

@@ -74,6 +74,8 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     """
     options = _options(ds)
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
+    # A store opens lazily; the tables need neither the residual pairs nor the fine curve, so load the rest.
+    ds = ds.drop_dims(["pair", "fine_threshold"], errors="ignore").load()
     shared = ds.sel(threshold=options.threshold)
     tot = _totals(ds)
     tot_shared = tot.sel(threshold=options.threshold)

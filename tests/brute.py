@@ -148,6 +148,7 @@ class BruteStation:
     duplicates: np.ndarray
     swapped: np.ndarray
     unmatched_arrivals: np.ndarray
+    extra: np.ndarray
     fine_emitted: np.ndarray
     fine_matched: np.ndarray
     cal_n: np.ndarray
@@ -198,6 +199,7 @@ def score_station(
     duplicates = np.zeros((M, P, T), np.int64)
     swapped = np.zeros((M, P, T), np.int64)
     unmatched_arrivals = np.zeros((M, P, T), np.int64)
+    extra = np.zeros((M, P, T), np.int64)
     fine_emitted = np.zeros((M, P, F), np.int64)
     fine_matched = np.zeros((M, P, F), np.int64)
     cal_n = np.zeros((M, P, N_BINS), np.int64)
@@ -226,6 +228,7 @@ def score_station(
                 taken_by = walk_memo(p, surv, tol_ns)
                 emitted[m, p, t] = len(surv)
                 matched[m, p, t] = sum(1 for i in taken_by if i != -1)
+                extra[m, p, t] = sum(1 for i in taken_by if i == -1)  # picks in no pair
                 taken_arrivals = {i for i in taken_by if i != -1}
                 unmatched_arrivals[m, p, t] = sum(1 for i in range(len(arr)) if i not in taken_arrivals)
                 # Duplicates: extra (unmatched) picks within tol of at least one
@@ -278,6 +281,7 @@ def score_station(
         duplicates=duplicates,
         swapped=swapped,
         unmatched_arrivals=unmatched_arrivals,
+        extra=extra,
         fine_emitted=fine_emitted,
         fine_matched=fine_matched,
         cal_n=cal_n,
@@ -476,11 +480,14 @@ def average_precision(fine_emitted: Sequence[int], fine_matched: Sequence[int], 
     if n_reference == 0:
         return NAN
     K = len(fine_emitted)
-    rec = [Fraction(int(m), n_reference) for m in fine_matched] + [Fraction(0)]
+    matched = [int(m) for m in fine_matched] + [0]  # recall_{K+1} = 0
     total = Fraction(0)
     for k in range(K):
         if int(fine_emitted[k]) == 0:
             continue  # precision undefined; the term counts 0
-        prec = Fraction(int(fine_matched[k]), int(fine_emitted[k]))
-        total += (rec[k] - rec[k + 1]) * prec
+        if matched[k] == matched[k + 1]:
+            continue  # recall_k − recall_{k+1} = 0: the term is exactly 0 (skipped for speed only)
+        recall_step = Fraction(matched[k] - matched[k + 1], n_reference)
+        prec = Fraction(matched[k], int(fine_emitted[k]))
+        total += recall_step * prec
     return float(total)

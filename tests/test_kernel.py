@@ -316,3 +316,29 @@ def test_epoch_scale_times_keep_nanoseconds(offset_s):
     # Second pick is exactly 0.5 s early on the second arrival -> matched.
     assert r.matched[0, P].tolist() == [1, 1, 1, 1]
     assert sorted(r.pair_residual_ns.tolist()) == [-500_000_000, 500_000_001]
+
+
+def test_calibration_bin_is_floor_of_conf_times_ten_in_float64():
+    # The float64 just below 0.7 is 0.6999999999999998; times 10 it is
+    # 6.999999999999998 -> bin 6 (float32 or decimal rounding would say 7).
+    # Likewise just below 0.3 -> 2.999999999999999 -> bin 2; just above 0.3
+    # -> 3.0000000000000004 -> bin 3; 0.3 itself -> 3.0 -> bin 3; the float64
+    # just below 1.0 -> 9.999999999999998 -> bin 9; 1.0 -> 10 -> capped at 9.
+    o = Options()
+    confs = [np.nextafter(0.7, 0), np.nextafter(0.3, 0), np.nextafter(0.3, 1), 0.3, np.nextafter(1.0, 0), 1.0]
+    picks = [(0, P, 100.0 + i, float(c)) for i, c in enumerate(confs)]  # no arrivals near: all misses
+    r = run([(P, 10.0)], picks, options=o)
+    #                              bin: 0  1  2  3  4  5  6  7  8  9
+    assert r.cal_n[0, P].tolist() == [0, 0, 1, 2, 0, 0, 1, 0, 0, 2]
+
+
+def test_equal_conf_earlier_pick_goes_first_in_the_kernel():
+    # Arrival 5.0; picks 5.1 and 4.6, both conf 0.6.  The earlier (4.6) goes
+    # first and takes 5.0 in both matchings, though 5.1 is nearer.  Detection
+    # counts cannot tell (1 matched, 1 duplicate either way); the residual can:
+    # -0.4 s, not +0.1 s.
+    o = Options(**SMALL)
+    r = run([(P, 5.0)], [(0, P, 5.1, 0.6), (0, P, 4.6, 0.6)], options=o)
+    assert r.matched[0, P].tolist() == [1, 1, 1, 0]
+    assert r.duplicates[0, P].tolist() == [1, 1, 1, 0]
+    assert r.pair_residual_ns.tolist() == [-400_000_000]

@@ -56,6 +56,10 @@ CASES = [
     # Identical arrival times: at equal distance the lower index in the sorted list.
     ("identical-arrivals", [5.0, 5.0], [(5.0, 0.9)], 0.5, [0]),
     ("identical-arrivals-two-picks", [5.0, 5.0], [(5.2, 0.8), (5.0, 0.9)], 0.5, [1, 0]),
+    # Identical arrival times approached from the late side: 5.2 is 0.2 from both
+    # 5.0s -> still the lower index 0 (then 5.3 takes index 1).
+    ("identical-arrivals-from-later", [5.0, 5.0], [(5.2, 0.9), (5.3, 0.8)], 0.5, [0, 1]),
+    ("identical-arrivals-from-earlier", [5.0, 5.0], [(4.8, 0.9)], 0.5, [0]),
     # Nearest free arrival: 10.2 is 0.2 from 10.0 and 0.1 from 10.3 -> 10.3 (index 1);
     # then 10.1 (0.8) finds 10.3 taken and takes 10.0 (0.1 away).
     ("nearest-then-next", [10.0, 10.3], [(10.2, 0.9), (10.1, 0.8)], 0.5, [1, 0]),

@@ -415,3 +415,31 @@ def test_average_precision_zero_emitted_and_nan():
     assert average_precision(i64([0, 0]), i64([0, 0]), 3) == 0.0
     # n_reference 0 -> NaN.
     assert np.isnan(average_precision(i64([3, 1]), i64([0, 0]), 0))
+
+
+# ---------------------------------------------------------------- brute.py on the same hand numbers
+
+
+def test_brute_force_agrees_with_the_hand_numbers():
+    # tests/brute.py is the oracle of the property tests; pin it to the same
+    # hand-worked answers as the real functions above.
+    import brute
+
+    t = brute.timing_stats(ns([0.3, -0.2, 0.6, 0.1]).tolist(), 0.5)
+    assert t["n"] == 4
+    np.testing.assert_allclose(
+        [t["mae"], t["rmse"], t["medae"], t["bias"], t["mean"], t["std"]],
+        [0.3, math.sqrt(0.125), 0.25, 0.2, 0.2, math.sqrt(0.34 / 3)],
+        rtol=RTOL,
+    )
+    assert (t["gross_error_rate"], t["within_0.1"], t["within_0.25"], t["within_0.5"]) == (0.25, 0.25, 0.5, 0.75)
+    assert math.isnan(brute.timing_stats([300_000_000], 0.5)["std"])
+    np.testing.assert_allclose(brute.ece(CAL_N, CAL_CONF, CAL_HITS), 2.26 / 6, rtol=RTOL)
+    np.testing.assert_allclose(brute.recall_at_budget(FE, FM, 8, 7), 0.5 + 0.25 / 3, rtol=RTOL)
+    assert math.isnan(brute.recall_at_budget(FE, FM, 8, 11))
+    np.testing.assert_allclose(brute.average_precision([4, 3, 1, 0], [3, 2, 1, 0], 4), 0.1875 + 0.25 * 2 / 3 + 0.25, rtol=RTOL)
+    np.testing.assert_allclose(brute.average_precision([6, 4, 4, 2], [3, 3, 3, 1], 3), 2 / 3, rtol=RTOL)
+    assert brute.best_threshold([0.1, 0.2, 0.3, 0.4, 0.5], [0.5, 0.6, 0.6, NAN, 0.55], [0.9, 0.8, 0.7, NAN, 0.5], [0.35, 0.48, 0.52, NAN, 0.6]) == (0.2, 0.6, 0.8, 0.48)
+    assert brute.f1_lb(0, 5, 0) == 0.0 and math.isnan(brute.f1_lb(0, 0, 3))
+    assert brute.default_budget(10, [12, 7, 30]) == 7 and brute.default_budget(5, [12, 7, 30]) == 5
+    assert [brute.calibration_bin(c) for c in (0.3, 0.6, 0.7, 1.0)] == [3, 6, 7, 9]
