@@ -458,12 +458,19 @@ def _attributes(options, scope, ref_src, pick_src, ref_report, pick_report, star
 
 # ------------------------------------------------------------------- cluster
 
-def local_cluster(n_workers: int | None = None, *, threads_per_worker: int = 1, dashboard: bool = False, **kwargs):
+def local_cluster(
+    n_workers: int | None = None,
+    *,
+    threads_per_worker: int = 1,
+    dashboard_address: str = "127.0.0.1:0",
+    **kwargs,
+):
     """Start a ``distributed.LocalCluster`` with worker processes and return a Client.
 
     For notebooks: ``client = pickscale.local_cluster()``; ``pickscale.score``
-    then uses it.  Workers default to the number of cores; the dashboard, when
-    asked for, binds to 127.0.0.1.
+    then uses it.  Workers default to the number of cores.  The scheduler and
+    its dashboard listen on 127.0.0.1 only (the dashboard on a free port; see
+    ``client.dashboard_link``) unless ``dashboard_address`` says otherwise.
 
     Examples
     --------
@@ -477,7 +484,8 @@ def local_cluster(n_workers: int | None = None, *, threads_per_worker: int = 1, 
         threads_per_worker=threads_per_worker,
         processes=True,
         host="127.0.0.1",
-        dashboard_address="127.0.0.1:0" if dashboard else None,
+        # Never 0.0.0.0, and never the fixed 8787 another cluster may hold.
+        dashboard_address=dashboard_address,
         **kwargs,
     )
     return Client(cluster)

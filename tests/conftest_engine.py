@@ -465,6 +465,20 @@ def nan_equal_json(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+# --------------------------------------------------------------------------- CLI
+
+def cli_flags(command: str, *flags: str) -> list[str]:
+    """Those of ``flags`` that ``pickscale <command>`` accepts (e.g. ``--no-figures``, to keep runs fast
+    where figures are not what is tested)."""
+    import argparse
+
+    from pickscale.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    known = {o for a in sub.choices[command]._actions for o in a.option_strings}
+    return [f for f in flags if f in known]
+
+
 # --------------------------------------------------------------------------- cluster
 
 def start_cluster(n_workers: int = 2):
