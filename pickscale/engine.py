@@ -38,7 +38,8 @@ from dask import delayed
 
 from . import __version__
 from .errors import InputError
-from .kernel import StationResult, score_station
+from .kernel import StationResult, merge_results, score_station
+from .units import UnitPlan, plan_units
 from .options import PHASES, Options
 from .readers import Normalised, normalise, read_raw, resolve_sources
 from .results import DatasetCounts, assemble, combine
@@ -47,8 +48,6 @@ from .scope import Scope, scope_from_summary, summarise_picks
 __all__ = ["score", "local_cluster", "load"]
 
 _PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
-# A work partition holds about this many picks (several stations each).
-_TARGET_PICKS_PER_PARTITION = 2_000_000
 
 
 # --------------------------------------------------------------------- loading
@@ -141,26 +140,26 @@ def _combine_summaries(summaries: list[dict[str, Any]]) -> tuple[pd.DataFrame, d
     return summary, below
 
 
-def _encode(part: Normalised, keys: pd.DataFrame, floor: float) -> pd.DataFrame:
-    """Picks of one part as integer codes, with their work partition; others dropped.
-
-    ``keys`` maps (dataset, station, model) to (skey, model code, part).
-    """
+def _encode(part: Normalised, plan: "UnitPlan", floor: float) -> pd.DataFrame:
+    """Picks of one part as integer codes with their work unit and partition; others dropped."""
     frame = part.frame
-    frame = frame[frame["conf"] >= floor]
-    joined = frame.merge(keys, on=["dataset", "station", "model"], how="inner", sort=False)
+    frame = frame[frame["conf"].to_numpy(np.float64) >= floor]
+    joined = frame.merge(plan.keys, on=["dataset", "station", "model"], how="inner", sort=False)
+    skey = joined["skey"].to_numpy(np.int64)
+    time_ns = joined["time"].to_numpy(np.int64)
+    unit = plan.units_of(skey, time_ns)
     return pd.DataFrame({
-        "part": joined["part"].to_numpy(np.int64),
-        "skey": joined["skey"].to_numpy(np.int64),
+        "part": plan.unit_part[unit],
+        "unit": unit,
         "model": joined["mcode"].to_numpy(np.int32),
         "phase": joined["phase"].map(_PHASE_CODE).to_numpy(np.int8),
-        "time": joined["time"].to_numpy(np.int64),
+        "time": time_ns,
         "conf": joined["conf"].to_numpy(np.float64),
     })
 
 
 _ENCODED_META = pd.DataFrame({
-    "part": np.zeros(0, np.int64), "skey": np.zeros(0, np.int64), "model": np.zeros(0, np.int32),
+    "part": np.zeros(0, np.int64), "unit": np.zeros(0, np.int64), "model": np.zeros(0, np.int32),
     "phase": np.zeros(0, np.int8), "time": np.zeros(0, np.int64), "conf": np.zeros(0, np.float64),
 })
 
@@ -170,48 +169,49 @@ def _score_partition(
     reference: pd.DataFrame,
     *,
     number: int,
-    skeys: np.ndarray,
+    units: np.ndarray,
+    unit_station: np.ndarray,
     n_models: np.ndarray,
     dataset_of: np.ndarray,
-    n_datasets: int,
     options: Options,
 ) -> dict[str, Any]:
-    """Score the stations of one work partition; return additive results only."""
+    """Score the work units (station time blocks) of one partition; return additive results only."""
     if len(picks) and not (picks.index.to_numpy() == number).all():
         raise RuntimeError(f"internal error: work partition {number} holds rows of another partition")
-    p_skey = picks["skey"].to_numpy(np.int64)
-    p_order = np.argsort(p_skey, kind="stable")
-    p_skey = p_skey[p_order]
+    p_unit = picks["unit"].to_numpy(np.int64)
+    p_order = np.argsort(p_unit, kind="stable")
+    p_unit = p_unit[p_order]
     p_model = picks["model"].to_numpy(np.int32)[p_order]
     p_phase = picks["phase"].to_numpy(np.int8)[p_order]
     p_time = picks["time"].to_numpy(np.int64)[p_order]
     p_conf = picks["conf"].to_numpy(np.float64)[p_order]
-    r_skey = reference["skey"].to_numpy(np.int64)
-    r_order = np.argsort(r_skey, kind="stable")
-    r_skey = r_skey[r_order]
+    r_unit = reference["unit"].to_numpy(np.int64)
+    r_order = np.argsort(r_unit, kind="stable")
+    r_unit = r_unit[r_order]
     r_phase = reference["phase"].to_numpy(np.int8)[r_order]
     r_time = reference["time"].to_numpy(np.int64)[r_order]
 
-    stations: list[tuple[int, StationResult]] = []
+    results: list[tuple[int, StationResult]] = []
     fine: dict[int, list[np.ndarray]] = {}
-    for key in skeys:
-        plo, phi = np.searchsorted(p_skey, [key, key + 1])
-        rlo, rhi = np.searchsorted(r_skey, [key, key + 1])
+    for unit in units:
+        plo, phi = np.searchsorted(p_unit, [unit, unit + 1])
+        rlo, rhi = np.searchsorted(r_unit, [unit, unit + 1])
+        key = int(unit_station[unit])
         result = score_station(
             r_phase[rlo:rhi], r_time[rlo:rhi],
             p_model[plo:phi], p_phase[plo:phi], p_time[plo:phi], p_conf[plo:phi],
             n_models=int(n_models[key]), options=options,
         )
         d = int(dataset_of[key])
-        # The fine curve is kept only in total: sum it here rather than ship it per station.
+        # The fine curve is kept only in total: sum it here rather than ship it per unit.
         if d in fine:
             fine[d][0] += result.fine_emitted
             fine[d][1] += result.fine_matched
         else:
             fine[d] = [result.fine_emitted.copy(), result.fine_matched.copy()]
         result.fine_emitted = result.fine_matched = np.zeros(0, dtype=np.int64)
-        stations.append((int(key), result))
-    return {"stations": stations, "fine": fine}
+        results.append((key, result))
+    return {"stations": results, "fine": fine}
 
 
 # ------------------------------------------------------------------ scheduler
@@ -226,6 +226,15 @@ def _scheduler(client: Any) -> Any:
         return default_client()
     except (ImportError, ValueError):
         return None
+
+
+def _n_workers(client: Any) -> int:
+    if client is None:
+        return os.cpu_count() or 1
+    try:
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    except Exception:  # an old or unusual client: partitioning is only a performance choice
+        return os.cpu_count() or 1
 
 
 def _compute(tasks: Sequence[Any], client: Any, *, label: str, progress: bool) -> list[Any]:
@@ -275,6 +284,7 @@ def score(
     drop_invalid: bool = False,
     client: Any = None,
     progress: bool | None = None,
+    block_picks: int | None = None,
 ) -> xr.Dataset:
     """Score picks against reference arrivals; every SPEC metric in one Dataset.
 
@@ -294,6 +304,10 @@ def score(
         :func:`local_cluster`).
     progress
         Show a progress bar (default: when stderr is a terminal).
+    block_picks
+        Target number of picks per work unit: a busier station is cut into
+        time blocks at quiet gaps (no arrival within ``residual_tol``), which
+        bounds a worker's memory and changes no number.  Default: 2,000,000.
 
     Returns
     -------
@@ -341,90 +355,55 @@ def score(
     )
     ref_report = _report(ref_all)
 
-    # 3. Work partitions and integer codes.
-    keys, skey_table, ref_codes, n_parts = _partition_plan(scope)
-    encoded = [delayed(_encode)(p, keys, options.floor) for p in pick_parts]
+    # 3. Work units (station time blocks), partitions and integer codes.
+    plan = plan_units(scope, options, block_picks=block_picks, n_workers=_n_workers(client))
+    encoded = [delayed(_encode)(p, plan, options.floor) for p in pick_parts]
     frame = dd.from_delayed(encoded, meta=_ENCODED_META, verify_meta=False)
+    n_parts = plan.n_parts
     by_part = frame.set_index("part", divisions=list(range(n_parts)) + [n_parts - 1])
     partitions = by_part.to_delayed()
     if len(partitions) != n_parts:
         raise RuntimeError("internal error: the station partitioning changed shape")
 
     # 4. Score each partition.
+    ref_codes = plan.encode_reference(scope.reference)
     ref_by_part = {int(k): g.drop(columns="part") for k, g in ref_codes.groupby("part", sort=True)}
     empty_ref = ref_codes.drop(columns="part").iloc[:0]
     tasks = []
     for i, part in enumerate(partitions):
-        skeys = skey_table.index[skey_table["part"].to_numpy() == i].to_numpy(np.int64)
         tasks.append(delayed(_score_partition)(
-            part, ref_by_part.get(i, empty_ref), number=i, skeys=skeys,
-            n_models=skey_table["n_models"].to_numpy(np.int64),
-            dataset_of=skey_table["dcode"].to_numpy(np.int64),
-            n_datasets=len(scope.datasets), options=options,
+            part, ref_by_part.get(i, empty_ref), number=i,
+            units=np.flatnonzero(plan.unit_part == i),
+            unit_station=plan.unit_station,
+            n_models=plan.stations["n_models"].to_numpy(np.int64),
+            dataset_of=plan.stations["dcode"].to_numpy(np.int64),
+            options=options,
         ))
     outputs = _compute(tasks, client, label="scoring", progress=progress)
 
     # 5. Combine in canonical order and finalize.
-    per_dataset = _combine_outputs(outputs, scope, skey_table, options)
+    per_dataset = _combine_outputs(outputs, scope, plan.stations, options)
     attrs = _attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
     return assemble(per_dataset, options=options, attrs=attrs)
 
 
-def _partition_plan(scope: Scope):
-    """Station keys, their work partitions (balanced, deterministic) and the encoded reference."""
-    rows = []
-    for dcode, dataset in enumerate(scope.datasets):
-        for station in scope.stations[dataset]:
-            rows.append((dataset, station, dcode, len(scope.models[dataset])))
-    skey_table = pd.DataFrame(rows, columns=["dataset", "station", "dcode", "n_models"])
-    counts = scope.pick_summary.groupby(["dataset", "station"])["n_picks"].sum()
-    skey_table["picks"] = counts.reindex(pd.MultiIndex.from_frame(skey_table[["dataset", "station"]])).fillna(0).to_numpy(np.int64)
-    total = int(skey_table["picks"].sum())
-    n_parts = int(max(1, min(len(skey_table), -(-total // _TARGET_PICKS_PER_PARTITION), 10_000)))
-    n_parts = max(n_parts, min(len(skey_table), 2 * (os.cpu_count() or 1)))
-    # Greedy bin packing, largest station first; ties broken by the key, so the plan is deterministic.
-    order = np.lexsort((np.arange(len(skey_table)), -skey_table["picks"].to_numpy()))
-    load = np.zeros(n_parts, dtype=np.int64)
-    part = np.zeros(len(skey_table), dtype=np.int64)
-    for i in order:
-        j = int(np.argmin(load))
-        part[i] = j
-        load[j] += skey_table["picks"].iat[i] + 1
-    skey_table["part"] = part
-
-    model_rows = [
-        (dataset, model, mcode)
-        for dataset in scope.datasets
-        for mcode, model in enumerate(scope.models[dataset])
-    ]
-    models = pd.DataFrame(model_rows, columns=["dataset", "model", "mcode"])
-    keys = skey_table.reset_index(names="skey")[["dataset", "station", "skey", "part"]].merge(models, on="dataset")
-    keys = keys[["dataset", "station", "model", "skey", "mcode", "part"]]
-
-    ref = scope.reference.merge(skey_table.reset_index(names="skey")[["dataset", "station", "skey", "part"]],
-                                on=["dataset", "station"], how="inner")
-    ref_codes = pd.DataFrame({
-        "part": ref["part"].to_numpy(np.int64),
-        "skey": ref["skey"].to_numpy(np.int64),
-        "phase": ref["phase"].map(_PHASE_CODE).to_numpy(np.int8),
-        "time": ref["time"].to_numpy(np.int64),
-    })
-    return keys, skey_table, ref_codes, n_parts
-
-
 def _combine_outputs(outputs, scope: Scope, skey_table: pd.DataFrame, options: Options) -> dict[str, DatasetCounts]:
-    by_dataset: dict[int, list[tuple[str, StationResult]]] = {d: [] for d in range(len(scope.datasets))}
+    by_station: dict[int, list[StationResult]] = {}
     fine: dict[int, list[np.ndarray]] = {}
     for out in outputs:
         for key, result in out["stations"]:
-            row = skey_table.iloc[key]
-            by_dataset[int(row["dcode"])].append((row["station"], result))
+            by_station.setdefault(key, []).append(result)
         for d, (fe, fm) in out["fine"].items():
             if d in fine:
                 fine[d][0] = fine[d][0] + fe
                 fine[d][1] = fine[d][1] + fm
             else:
                 fine[d] = [fe, fm]
+    by_dataset: dict[int, list[tuple[str, StationResult]]] = {d: [] for d in range(len(scope.datasets))}
+    for key, parts in sorted(by_station.items()):
+        row = skey_table.iloc[key]
+        # Time blocks of one station add up to the whole station, bit for bit.
+        by_dataset[int(row["dcode"])].append((row["station"], merge_results(parts)))
     per_dataset = {}
     for d, dataset in enumerate(scope.datasets):
         models = scope.models[dataset]

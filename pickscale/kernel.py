@@ -21,10 +21,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from . import exact
 from .matching import match_sorted, range_max, windows
 from .options import N_BINS, Options
 
-__all__ = ["StationResult", "score_station", "level", "calibration_bin"]
+__all__ = ["StationResult", "score_station", "merge_results", "level", "calibration_bin"]
 
 _N_PHASES = 2
 # Keep every shifted key below 2**62: far from int64 overflow in `key ± tol`.
@@ -48,12 +49,17 @@ class StationResult:
     fine_matched: np.ndarray
     cal_n: np.ndarray  # (M, 2, 10) int64
     cal_hits: np.ndarray
-    cal_conf: np.ndarray  # (M, 2, 10) float64
-    brier_sum: np.ndarray  # (M, 2) float64
+    cal_conf: np.ndarray  # (M, 2, 10) float64, exact sum correctly rounded
+    brier_sum: np.ndarray  # (M, 2) float64, exact sum correctly rounded
     pair_model: np.ndarray  # (K,) int32
     pair_phase: np.ndarray  # (K,) int8
     pair_residual_ns: np.ndarray  # (K,) int64
     pair_conf: np.ndarray  # (K,) float64
+    # Exact integer forms of the two float sums, so that results of time blocks add up to
+    # the whole station's bit for bit (see `exact`): conf as fixed point v = conf * 2**62.
+    cal_conf_limbs: np.ndarray  # (M, 2, 10, 4) int64: per bin, sums of v's four 16-bit limbs
+    conf_sq_sums: np.ndarray  # (M, 2, 10) int64: sums of the ten limb products v_i * v_j (i <= j)
+    hit_conf_limbs: np.ndarray  # (M, 2, 4) int64: sums of v's limbs over the matched picks
 
     def equals(self, other: "StationResult") -> bool:
         """Bit-for-bit equality of every field."""
@@ -204,8 +210,7 @@ def score_station(
     size = n_groups * N_BINS
     cal_n = np.bincount(cbin, minlength=size).astype(np.int64)
     cal_hits = np.bincount(cbin[hit], minlength=size).astype(np.int64)
-    cal_conf = np.bincount(cbin, weights=p_conf, minlength=size)
-    brier_sum = np.bincount(p_group, weights=(p_conf - hit) ** 2, minlength=n_groups)
+    cal_conf_limbs, conf_sq_sums, hit_conf_limbs = exact.sums(p_conf, hit, p_group, cbin, n_groups)
 
     paired = res >= 0
     residual = p_time[paired] - r_time[res[paired]]
@@ -223,13 +228,45 @@ def score_station(
         fine_matched=fine_matched.reshape(shape3),
         cal_n=cal_n.reshape(shape3),
         cal_hits=cal_hits.reshape(shape3),
-        cal_conf=cal_conf.reshape(shape3),
-        brier_sum=brier_sum.reshape(n_models, _N_PHASES),
+        cal_conf=exact.conf_sum(cal_conf_limbs).reshape(shape3),
+        brier_sum=exact.brier_sum(conf_sq_sums, hit_conf_limbs, cal_hits.reshape(n_groups, N_BINS).sum(axis=1))
+        .reshape(n_models, _N_PHASES),
         pair_model=(pg[pair_order] // _N_PHASES).astype(np.int32),
         pair_phase=(pg[pair_order] % _N_PHASES).astype(np.int8),
         pair_residual_ns=residual[pair_order].astype(np.int64),
         pair_conf=pc[pair_order],
+        cal_conf_limbs=cal_conf_limbs.reshape(n_models, _N_PHASES, N_BINS, exact.N_LIMBS),
+        conf_sq_sums=conf_sq_sums.reshape(n_models, _N_PHASES, exact.N_PRODUCTS),
+        hit_conf_limbs=hit_conf_limbs.reshape(n_models, _N_PHASES, exact.N_LIMBS),
     )
+
+
+def merge_results(parts: list[StationResult]) -> StationResult:
+    """Add the results of one station's time blocks: the whole station's result, bit for bit.
+
+    Every count is an integer sum; the residual pairs are re-sorted into the
+    canonical order; the two float sums are recomputed from their exact
+    integer forms, so no float is ever added twice.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    out = {f.name: sum(getattr(p, f.name) for p in parts) for f in fields(first)
+           if f.name not in _PAIR_FIELDS + ("cal_conf", "brier_sum")}
+    pairs = {name: np.concatenate([getattr(p, name) for p in parts]) for name in _PAIR_FIELDS}
+    order = np.lexsort((pairs["pair_conf"], pairs["pair_residual_ns"], pairs["pair_phase"], pairs["pair_model"]))
+    out.update({name: values[order] for name, values in pairs.items()})
+    shape = first.cal_conf.shape
+    n_hits = out["cal_hits"].sum(axis=-1)
+    out["cal_conf"] = exact.conf_sum(out["cal_conf_limbs"].reshape(-1, exact.N_LIMBS)).reshape(shape)
+    out["brier_sum"] = exact.brier_sum(
+        out["conf_sq_sums"].reshape(-1, exact.N_PRODUCTS), out["hit_conf_limbs"].reshape(-1, exact.N_LIMBS),
+        n_hits.reshape(-1),
+    ).reshape(first.brier_sum.shape)
+    return StationResult(**out)
+
+
+_PAIR_FIELDS = ("pair_model", "pair_phase", "pair_residual_ns", "pair_conf")
 
 
 def _dense_rank(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
