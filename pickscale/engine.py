@@ -41,6 +41,7 @@ from .errors import InputError
 from .kernel import StationResult, merge_results, score_station
 from .units import UnitPlan, plan_units
 from .options import PHASES, Options
+from .parquet import read_projected
 from .readers import Normalised, normalise, read_raw, resolve_sources
 from .results import DatasetCounts, assemble, combine
 from .scope import Scope, scope_from_summary, summarise_picks
@@ -64,7 +65,19 @@ class Source:
 
 
 def _read_and_normalise(path: str, role: str, drop_invalid: bool) -> Normalised:
-    return normalise(read_raw(path), role=role, source=path, drop_invalid=drop_invalid)
+    # Parquet: only the columns pickscale uses, plus hive folder values (station=…/).
+    raw = read_projected(path, role=role) if _is_parquet(path) else read_raw(path)
+    return normalise(raw, role=role, source=path, drop_invalid=drop_invalid)
+
+
+def _is_parquet(path: str) -> bool:
+    import fsspec
+
+    try:
+        with fsspec.open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except (OSError, ValueError):
+        return False  # read_raw says what is wrong with it
 
 
 def _normalise_frame(frame: pd.DataFrame, role: str, source: str, drop_invalid: bool, offset: int) -> Normalised:
