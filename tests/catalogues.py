@@ -325,7 +325,9 @@ def _render(ref: pd.DataFrame, picks: pd.DataFrame, rng, notes: dict) -> Catalog
     })
 
     # Picks: Sequence, run, weights, trace_id, phase_hint, peak_time, probability, score
-    pick_styles = rng.choice(["Z", "naive", "+02:00", "-05:30", "+00:00"], n_picks)
+    # Offsets of any kind in the picks; naive (= UTC) times only beside UTC ones (the reference):
+    # a column that mixes naive times with non-UTC offsets is refused as ambiguous (issue 6).
+    pick_styles = rng.choice(["Z", "+02:00", "-05:30", "+00:00"], n_picks)
     dots = rng.choice(["", ".", "..", " "], n_picks, p=[0.4, 0.35, 0.15, 0.1])
     raw_picks = pd.DataFrame({
         "Sequence": picks["dataset"],
