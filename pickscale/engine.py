@@ -141,6 +141,12 @@ def _report_attrs(report: Normalised) -> dict[str, Any]:
     }
 
 
+def _rows(report: Normalised) -> dict[str, Any]:
+    """What reading did, for the message when nothing is left to score."""
+    return {"rows_read": int(report.n_rows_read), "invalid_dropped": int(report.n_invalid),
+            "dropped_phases": dict(report.dropped_phases)}
+
+
 def _summarise_picks(part: Normalised, floor: float) -> dict[str, Any]:
     """Small per-part facts for SPEC §2, computed where the part lives."""
     frame = part.frame
@@ -385,6 +391,7 @@ def score(
     scope: Scope = scope_from_summary(
         ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
+        ref_rows=_rows(ref_all), picks_rows=_rows(pick_report),
     )
     ref_report = _report(ref_all)
 

@@ -85,7 +85,8 @@ def read_projected(path: str, *, role: str) -> pd.DataFrame:
             covered.add(canonical)
     if len(frame) == 0:
         raise InputError(f"{path}: the Parquet file has no rows.")
-    frame.attrs.update(source=path, format="parquet")
+    # The file's own columns, for a missing-column message that lists what is really there.
+    frame.attrs.update(source=path, format="parquet", columns_in_file=list(schema.names))
     return frame
 
 
