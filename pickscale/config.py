@@ -45,17 +45,30 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise OptionsError(f"config file {p} does not exist.") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise OptionsError(f"config file {p} is a folder, not a TOML file.") from None
+    except OSError as exc:
+        raise OptionsError(f"config file {p} cannot be read: {exc.strerror or exc}.") from None
+    except UnicodeDecodeError as exc:
+        raise OptionsError(f"config file {p} is not UTF-8 text (byte {exc.start}); a study file is TOML.") from None
+    except tomllib.TOMLDecodeError as exc:
         raise OptionsError(f"config file {p} is not valid TOML: {exc}.") from None
     flat: dict[str, Any] = {}
     for key, value in raw.items():
-        if key in _TABLES and isinstance(value, dict):
+        if key in _TABLES and not isinstance(value, dict):
+            raise OptionsError(f"config file {p}: {key!r} should be a table ([{key}]) holding "
+                               f"{', '.join(_TABLES[key])}; got {value!r}.")
+        if key in _TABLES:
             for sub, v in value.items():
                 if sub not in _TABLES[key]:
                     raise OptionsError(f"config file {p}: unknown key [{key}] {sub!r}; "
                                        f"allowed there: {', '.join(_TABLES[key])}.")
+                if sub in flat:
+                    raise OptionsError(f"config file {p}: {sub!r} is given twice (at the top and in [{key}]).")
                 flat[sub] = v
         elif key in KEYS:
+            if key in flat:
+                raise OptionsError(f"config file {p}: {key!r} is given twice (at the top and in a table).")
             flat[key] = value
         else:
             raise OptionsError(f"config file {p}: unknown key {key!r}; known keys: {', '.join(sorted(KEYS))}.")
@@ -64,4 +77,6 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
         ok = isinstance(value, want) or (want is float and isinstance(value, int) and not isinstance(value, bool))
         if not ok or (want is int and isinstance(value, bool)):
             raise OptionsError(f"config file {p}: {key} should be a {want.__name__}, got {value!r}.")
+        if want is list and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise OptionsError(f"config file {p}: {key} should be a list of numbers, got {value!r}.")
     return flat, p.resolve().parent

@@ -73,9 +73,10 @@ def read_projected(path: str, *, role: str) -> pd.DataFrame:
             columns = _wanted(schema.names, role) or None
             f.seek(0)
             table = pq.read_table(f, columns=columns)
-    except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+        # Inside the try: a date pandas cannot hold (year 1 or 3000) fails here, not in pyarrow.
+        frame = table.to_pandas()
+    except (OSError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
         raise InputError(f"{path}: cannot be read as Parquet ({exc}).") from None
-    frame = table.to_pandas()
     # A folder value fills a SPEC §1 column only when no column of the file provides it.
     covered = {_canonical(c, role) for c in frame.columns}
     for key, value in hive_columns(path).items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import decimal
 import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -213,6 +214,7 @@ class Normalised:
             for k, v in p.dropped_phases.items():
                 dropped[k] = dropped.get(k, 0) + v
             mapped.update(p.mapped_phases)
+        _attach_report(frame, sum(p.n_rows_read for p in parts), sum(p.n_invalid for p in parts), dropped)
         return cls(
             frame=frame,
             role=first.role,
@@ -226,6 +228,19 @@ class Normalised:
             mapped_phases=mapped,
             ignored_columns=list(dict.fromkeys(c for p in parts for c in p.ignored_columns)),
         )
+
+
+def _attach_report(frame: pd.DataFrame, rows_read: int, n_invalid: int, dropped: dict[str, int]) -> None:
+    """Record in ``frame.attrs`` why rows are missing, for the messages of :mod:`pickscale.scope`.
+
+    When nothing is left to score, "no P- or S-like phase" is only helpful with
+    the phases that *were* found.
+    """
+    frame.attrs["pickscale_rows"] = {
+        "rows_read": int(rows_read),
+        "invalid_dropped": int(n_invalid),
+        "dropped_phases": {str(k): int(v) for k, v in sorted(dropped.items())},
+    }
 
 
 # --------------------------------------------------------------------------- #
@@ -538,13 +553,22 @@ def _resolve_columns(raw: pd.DataFrame, role: str, source: str) -> dict[str, str
         found[canonical] = next(
             (by_key[a] for a in ALIASES[canonical] if a in by_key), None
         )
+    labels = list(raw.columns)
+    for canonical, col in found.items():
+        if col is not None and labels.count(col) > 1:
+            raise InputError(
+                f"{source}: the column name {str(col)!r} appears {labels.count(col)} times, so pickscale "
+                f"cannot tell which one holds {_WHAT[canonical]}; rename or remove the extra columns."
+            )
     missing = [c for c in REQUIRED[role] if found[c] is None]
     if missing:
         lines = [
             f"{source}: the {role} table has no column for "
             + _and([repr(m) for m in missing]) + "."
         ]
-        have = ", ".join(repr(str(c)) for c in raw.columns) or "none"
+        # A reader that projected the file onto the columns it wanted records them all here.
+        in_file = raw.attrs.get("columns_in_file") or list(raw.columns)
+        have = ", ".join(repr(str(c)) for c in in_file) or "none"
         lines.append(f"  Columns found: {have}.")
         for m in missing:
             lines.append(
@@ -566,10 +590,31 @@ def _as_text(col: pd.Series) -> tuple[pd.Series, np.ndarray]:
     """Stripped string values (pandas ``str`` dtype) and a missing-value mask."""
     missing = col.isna().to_numpy()
     if not (pd.api.types.is_string_dtype(col.dtype) and col.dtype != object):
-        col = col.astype("str")
+        try:
+            col = col.astype("str")
+        except UnicodeDecodeError:  # bytes that are not UTF-8 (a Parquet binary column)
+            col = col.map(lambda v: v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v,
+                          na_action="ignore").astype("str")
     text = col.str.strip()
     missing = missing | (text == "").fillna(True).to_numpy(dtype=bool)
     return text, missing
+
+
+def _defused(col: pd.Series) -> pd.Series | None:
+    """An object column that pandas cannot even test for missing values, made testable; else None.
+
+    A ``Decimal('sNaN')`` (signalling NaN, e.g. from a Parquet decimal column
+    or a frame built in Python) raises ``decimal.InvalidOperation`` in every
+    pandas missing-value check: it becomes an ordinary missing value.
+    """
+    if col.dtype != object:
+        return None
+    try:
+        col.isna()
+        pd.api.types.infer_dtype(col, skipna=True)
+        return None
+    except ArithmeticError:  # decimal.InvalidOperation
+        return col.map(lambda v: np.nan if isinstance(v, decimal.Decimal) and v.is_nan() else v)
 
 
 def _to_object(values: pd.Series) -> np.ndarray:
@@ -754,8 +799,9 @@ def _string_times_to_ns(text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def parse_time(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Any supported time column to ``(int64 ns since 1970 UTC, valid mask)``.
 
-    - strings: ISO-8601 (``T`` or space, ``Z``/offset/none = UTC; a mix of
-      naive and offset values is allowed, naive ones are UTC) or numbers
+    - strings: ISO-8601 (``T`` or space, ``Z``/offset/none = UTC; values
+      without an offset are parsed as UTC even among values with one —
+      :func:`normalise` then reports them, see :func:`time_zones`) or numbers
       (seconds since 1970, parsed exactly from the decimal digits);
     - datetime64 columns: naive = UTC, aware converted to UTC;
     - numeric columns: seconds since 1970; integers are exact, floats are
@@ -791,6 +837,53 @@ def parse_time(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.where(valid, ns, 0), valid
 
 
+_ISO_DATE_RE = r"^[+-]?\d{4}-\d{2}-\d{2}|^\d{8}T"
+# A time of day followed by a UTC offset ('Z', '+02', '+0200', '+02:00') at the end ...
+_TIME_OF_DAY = r"[T ]\d{1,2}(?::?\d{2}){0,2}(?:[.,]\d*)?\s*"
+_OFFSET_RE = _TIME_OF_DAY + r"(?:Z|[+-]\d{2}(?::?\d{2})?)$"
+# ... and one that is not zero (not 'Z', '+00', '+00:00', '-0000').
+_NONZERO_OFFSET_RE = _TIME_OF_DAY + r"[+-](?:(?:0[1-9]|[1-9]\d)(?::?\d{2})?|00:?(?:0[1-9]|[1-5]\d))$"
+
+
+def time_zones(col: pd.Series, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which valid ISO time strings carry no UTC offset, and which a non-zero one.
+
+    Returns ``(naive, with_offset)`` boolean masks.  Both are all False for
+    columns that are not text (datetime and number columns are unambiguous).
+    SPEC §1 reads a time without an offset as UTC; a column that mixes such
+    times with times at a non-zero offset ('+02:00') was most likely written in
+    local time with the offset left off some rows, so :func:`normalise` treats
+    the times without an offset as invalid rows then.  ``Z``/``+00:00`` mixed
+    with no offset is not ambiguous: both mean UTC.
+
+    Examples
+    --------
+    >>> naive, off = time_zones(pd.Series(["2020-01-01T00:00:00", "2020-01-01T01:00:00+01:00",
+    ...                                    "2020-01-01T00:00:00Z", "1577836800"]), np.ones(4, bool))
+    >>> naive.tolist(), off.tolist()
+    ([True, False, False, False], [False, True, False, False])
+    """
+    n = len(col)
+    none = np.zeros(n, dtype=bool)
+    if n == 0 or not valid.any() or col.dtype.kind in "iufbmM" or isinstance(col.dtype, pd.DatetimeTZDtype):
+        return none, none
+    if col.dtype == object and pd.api.types.infer_dtype(col, skipna=True) != "string":
+        return none, none
+    text, _ = _as_text(col)
+    arr = pa.array(text)  # pyarrow-backed text: no copy
+
+    def match(pattern: str) -> np.ndarray:
+        found = pc.match_substring_regex(arr, pattern, ignore_case=True)
+        return pc.fill_null(found, False).to_numpy(zero_copy_only=False).astype(bool)
+
+    with_offset = match(_NONZERO_OFFSET_RE) & valid
+    if not with_offset.any():
+        return none, none
+    iso = match(_ISO_DATE_RE) & valid
+    offset = match(_OFFSET_RE)
+    return iso & ~offset, with_offset
+
+
 def parse_conf(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Confidence as float64 and a mask: valid = finite and within [0, 1]."""
     if col.dtype.kind in "iuf":
@@ -819,8 +912,11 @@ _PROBLEM = {
     "station": "an empty station",
     "phase": "an empty phase",
     "time": "an unreadable time (or one outside 1677-2262)",
+    "time zone": "a time without a UTC offset, in a column whose other times have one",
     "conf": "conf missing or outside [0, 1]",
 }
+#: Problems that are not named after their column: problem -> canonical column.
+_COLUMN_OF = {"time zone": "time"}
 
 
 def _show(value: Any) -> str:
@@ -831,7 +927,7 @@ def _show(value: Any) -> str:
 
 
 def _time_hint(values: pd.Series) -> str:
-    x = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(np.float64)
+    x = pd.to_numeric(_as_text(values)[0], errors="coerce").to_numpy(np.float64)
     x = np.abs(x[np.isfinite(x)])
     hint = (" Expected ISO-8601 (e.g. 2021-03-04T05:06:07.89Z; any UTC offset, none = UTC)"
             " or a number of seconds since 1970.")
@@ -848,14 +944,23 @@ def _time_hint(values: pd.Series) -> str:
 
 def _conf_hint(values: pd.Series, all_values: pd.Series) -> str:
     hint = " Expected a number in [0, 1]."
-    text = all_values.astype(str).str.strip()
+    text, _ = _as_text(all_values)
     x = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
     x = x[np.isfinite(x)]
-    if x.size and 1 < x.max() <= 100 and x.min() >= 0:
+    # A percentage column: everything in [0, 100] and most values above 1 (a
+    # stray 1.5 among probabilities is a bad row, not a different scale).
+    if x.size and 1 < x.max() <= 100 and x.min() >= 0 and np.mean(x > 1) >= 0.5:
         hint += " conf looks like a percentage (0-100); divide by 100."
-    if values.astype(str).str.fullmatch(r"\s*[+-]?\d+,\d+\s*").fillna(False).any():
+    if _as_text(values)[0].str.fullmatch(r"[+-]?\d+,\d+").fillna(False).any():
         hint += " Some values use a decimal comma; use a decimal point."
     return hint
+
+
+def _zone_hint(col: pd.Series, with_offset: np.ndarray, row_offset: int) -> str:
+    i = int(np.flatnonzero(with_offset)[0])
+    return (f" Times without an offset are read as UTC, but this column also holds times with one "
+            f"(e.g. row {row_offset + i + 2}: {_show(col.iloc[i])}), so those without are probably "
+            "local time: give every time its UTC offset, or write them all in UTC.")
 
 
 def _describe_invalid(
@@ -863,27 +968,31 @@ def _describe_invalid(
     columns: dict[str, str | None],
     problems: dict[str, np.ndarray],
     row_offset: int,
+    with_offset: np.ndarray | None = None,
 ) -> tuple[list[str], list[str]]:
-    """(message lines per column, short examples) for the invalid rows."""
+    """(message lines per problem, short examples) for the invalid rows."""
     lines: list[str] = []
     examples: list[str] = []
-    for canonical, bad in problems.items():
+    for problem, bad in problems.items():
         idx = np.flatnonzero(bad)
         if idx.size == 0:
             continue
+        canonical = _COLUMN_OF.get(problem, problem)
         name = columns[canonical]
         col = raw[name]
         first = idx[:_N_EXAMPLES]
         shown = [f"row {row_offset + i + 2}: {_show(col.iloc[i])}" for i in first]
-        examples += [f"row {row_offset + i + 2}: {canonical} {_show(col.iloc[i])}" for i in first]
+        examples += [f"row {row_offset + i + 2}: {problem} {_show(col.iloc[i])}" for i in first]
         more = f" (first {len(first)} shown)" if idx.size > len(first) else ""
         hint = ""
-        if canonical == "time":
+        if problem == "time":
             hint = _time_hint(col.iloc[idx[:1000]])
-        elif canonical == "conf":
+        elif problem == "time zone" and with_offset is not None:
+            hint = _zone_hint(col, with_offset, row_offset)
+        elif problem == "conf":
             hint = _conf_hint(col.iloc[idx[:1000]], col)
         lines.append(
-            f"  {canonical} (column {str(name)!r}): {idx.size} row(s) with {_PROBLEM[canonical]}"
+            f"  {canonical} (column {str(name)!r}): {idx.size} row(s) with {_PROBLEM[problem]}"
             f"{more} — " + ", ".join(shown) + "." + hint
         )
     return lines, examples
@@ -927,17 +1036,20 @@ def normalise(
     ------
     InputError
         A required column is missing (lists the columns found and the accepted
-        names), or rows are invalid and ``drop_invalid`` is False (names the
+        names) or appears twice, or rows are invalid and ``drop_invalid`` is False (names the
         file, the count, the first five row numbers per column and their
         values; row numbers as a spreadsheet shows them, header = row 1).
 
     Notes
     -----
-    Times: ISO-8601 strings with any UTC offset or none (= UTC; naive and
-    offset values may be mixed, naive ones are UTC); datetime columns (naive =
-    UTC); numbers = seconds since 1970 (a float's value rounded to the
-    nearest ns, ties to even; numeric strings parsed exactly from their digits).  Stations: surrounding white space and
-    trailing '.' removed.  Dataset/model names: surrounding white space
+    Times: ISO-8601 strings with any UTC offset or none (= UTC); datetime
+    columns (naive = UTC); numbers = seconds since 1970 (a float's value
+    rounded to the nearest ns, ties to even; numeric strings parsed exactly
+    from their digits).  Mixed time zones: in a column where some times carry
+    a non-zero UTC offset, the times without one are invalid rows (problem
+    ``"time zone"``): they are most likely local time with the offset left
+    off.  ``Decimal('sNaN')`` values count as missing.  Stations: surrounding
+    white space and trailing '.' removed.  Dataset/model names: surrounding white space
     removed; an empty one is invalid.  An ``event`` column is never a dataset.
 
     Examples
@@ -956,6 +1068,13 @@ def normalise(
     columns = _resolve_columns(raw, role, source)
     raw = raw.reset_index(drop=True)
     n = len(raw)
+    copied = False
+    for name in dict.fromkeys(c for c in columns.values() if c is not None):
+        safe = _defused(raw[name])
+        if safe is not None:
+            if not copied:
+                raw, copied = raw.copy(deep=False), True
+            raw[name] = safe
 
     phase, phase_ok, keep, dropped, mapped = parse_phase(raw[columns["phase"]])
     # Rows of other phases leave first: a bulletin's PKP rows are not validated.
@@ -977,6 +1096,10 @@ def normalise(
     problems["phase"] = ~phase_ok
     out["time"], ok = parse_time(raw[columns["time"]])
     problems["time"] = ~ok & considered
+    naive, with_offset = time_zones(raw[columns["time"]], ok & considered)
+    if with_offset.any() and naive.any():
+        # Mixed time zones: the values without an offset are ambiguous.
+        problems["time zone"] = naive
     if role == "picks":
         out["conf"], ok = parse_conf(raw[columns["conf"]])
         problems["conf"] = ~ok & considered
@@ -988,7 +1111,7 @@ def normalise(
     invalid_counts = {k: int(v.sum()) for k, v in problems.items() if v.any()}
     examples: list[str] = []
     if n_invalid:
-        lines, examples = _describe_invalid(raw, columns, problems, row_offset)
+        lines, examples = _describe_invalid(raw, columns, problems, row_offset, with_offset)
         if not drop_invalid:
             head = (f"{source}: {n_invalid} invalid row(s) of {n} in the {role} table "
                     f"({_ROWS_CONVENTION}):")
@@ -1003,6 +1126,7 @@ def normalise(
     frame["time"] = frame["time"].astype(np.int64)
     if "conf" in frame:
         frame["conf"] = frame["conf"].astype(np.float64)
+    _attach_report(frame, n, n_invalid, dropped)
     used = {c for c in columns.values() if c is not None}
     return Normalised(
         frame=frame,

@@ -402,6 +402,48 @@ def span_hint(ref_span: tuple[int, int], pick_span: tuple[int, int]) -> str:
 # Planning on summaries
 # --------------------------------------------------------------------------- #
 
+_P_LIKE = "P, Pg, Pn, Pb, P*"
+_S_LIKE = "S, Sg, Sn, Sb, S*"
+
+
+def nothing_left(source: str, role: str, rows: dict | None = None) -> str:
+    """The message when one input has no row left to score.
+
+    ``rows`` (optional) says why: ``rows_read``, ``invalid_dropped`` (rows
+    dropped by ``--drop-invalid``) and ``dropped_phases`` (phase name -> rows
+    dropped because the phase is neither P- nor S-like).
+
+    Examples
+    --------
+    >>> print(nothing_left("bulletin.csv", "reference",
+    ...                    {"rows_read": 3, "invalid_dropped": 0, "dropped_phases": {"PKP": 2, "pP": 1}}))
+    bulletin.csv: no reference arrival is left to score: none of its 3 row(s) has a P- or S-like phase (found 'PKP': 2, 'pP': 1). Scored are P, Pg, Pn, Pb, P* (as P) and S, Sg, Sn, Sb, S* (as S), case-sensitive: pP and sS are depth phases.
+    """
+    what = "reference arrival" if role == "reference" else "pick"
+    head = f"{source}: no {what} is left to score"
+    accepted = (f"Scored are {_P_LIKE} (as P) and {_S_LIKE} (as S), case-sensitive: pP and sS are "
+                "depth phases.")
+    rows = rows or {}
+    n = int(rows.get("rows_read") or 0)
+    invalid = int(rows.get("invalid_dropped") or 0)
+    dropped = {str(k): int(v) for k, v in (rows.get("dropped_phases") or {}).items()}
+    if not n:
+        return f"{head} (no P- or S-like rows, or every row was dropped). {accepted}"
+    parts = []
+    if dropped:
+        found = sorted(dropped.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{k!r}: {v}" for k, v in found[:10]) + (" …" if len(found) > 10 else "")
+        parts.append(f"{sum(dropped.values())} have a phase that is neither P- nor S-like (found {shown})")
+    if invalid:
+        parts.append(f"{invalid} were dropped as invalid (--drop-invalid)")
+    if not parts:
+        return f"{head} (no P- or S-like rows, or every row was dropped). {accepted}"
+    if dropped and not invalid and sum(dropped.values()) == n:
+        return (f"{head}: none of its {n} row(s) has a P- or S-like phase "
+                f"(found {shown}). {accepted}")
+    return f"{head}: of its {n} row(s), " + " and ".join(parts) + f". {accepted}"
+
+
 def _dataset_hint(ref_ds: list[str], pick_ds: list[str], ref_source: str,
                   picks_source: str) -> str:
     if ref_ds == ["all"] and pick_ds != ["all"]:
@@ -524,14 +566,72 @@ def plan_scope(
                      pick_spans=pick_spans, counts=counts, warnings=warnings)
 
 
+_MAX_SHIFT_SAMPLE = 100_000
+
+
+def shift_hint(ref_station: np.ndarray, ref_time: np.ndarray, pick_summary: pd.DataFrame,
+               tol_ns: int) -> str:
+    """A whole (or quarter) hour shift that puts the arrivals inside their stations' pick spans.
+
+    ``span_hint`` only sees the two overall spans, whose ends differ for reasons
+    other than the offset (the first pick is rarely on the first arrival).  Here
+    every arrival is compared with the pick span of its own station, for every
+    shift of ±¼ … 26 h: if one shift puts most arrivals inside while none is
+    inside unshifted, that is a time-zone offset.  Computed only for a fatal
+    error, on at most 100 000 arrivals.
+
+    Examples
+    --------
+    >>> h = 3600 * 10**9
+    >>> summary = pd.DataFrame({"station": ["A", "B"], "t_min": [10 * h, 20 * h], "t_max": [11 * h, 21 * h]})
+    >>> shift_hint(np.array(["A", "B"]), np.array([8 * h + 5, 18 * h + 9]), summary, 0)[:50]
+    'Likely cause: the picks are 2 h later than the arr'
+    """
+    if len(ref_time) == 0 or pick_summary.empty:
+        return ""
+    spans = pick_summary.groupby("station")[["t_min", "t_max"]].agg({"t_min": "min", "t_max": "max"})
+    if len(ref_time) > _MAX_SHIFT_SAMPLE:
+        keep = np.linspace(0, len(ref_time) - 1, _MAX_SHIFT_SAMPLE).astype(np.int64)
+        ref_station, ref_time = ref_station[keep], ref_time[keep]
+    idx = spans.index.get_indexer(pd.Index(ref_station))
+    ok = idx >= 0
+    if not ok.any():
+        return ""
+    t = ref_time[ok].astype(np.int64)
+    lo = spans["t_min"].to_numpy(np.int64)[idx[ok]] - int(tol_ns)
+    hi = spans["t_max"].to_numpy(np.int64)[idx[ok]] + int(tol_ns)
+    quarter = _HOUR_NS // 4
+    best, best_k = 0.0, 0
+    for k in range(-26 * 4, 26 * 4 + 1):
+        if k == 0:
+            continue
+        shifted = t + k * quarter
+        inside = float(np.mean((shifted >= lo) & (shifted <= hi)))
+        if inside > best + 1e-12:
+            best, best_k = inside, k
+    unshifted = float(np.mean((t >= lo) & (t <= hi)))
+    if best < 0.5 or unshifted > 0.1 * best:
+        return ""
+    hours = best_k / 4
+    later = "later" if hours > 0 else "earlier"
+    return (f"Likely cause: the picks are {abs(hours):g} h {later} than the arrivals (shifted by that much, "
+            f"{best:.0%} of the arrivals fall inside their station's pick span) — a time-zone offset "
+            "(local time read as UTC?). Give times in UTC or with their offset (e.g. +02:00).")
+
+
 def _span_error(d: str, plan: ScopePlan, n_ref: int, residual_tol_ns: int,
-                ref_source: str, picks_source: str) -> str:
+                ref_source: str, picks_source: str, shift: str = "") -> str:
     r0, r1 = plan.reference_spans[d]
     p0, p1 = plan.pick_spans[d]
     overlap = not (r1 < plan.spans[d][0] or r0 > plan.spans[d][1])
     what = ("no arrival falls inside the picks' span" if overlap
             else "the time spans do not overlap")
-    hint = "" if overlap else span_hint((r0, r1), (p0, p1))
+    hint = span_hint((r0, r1), (p0, p1))
+    if shift and not hint.startswith(("Likely cause: the arrivals lie", "Likely cause: the picks lie",
+                                      "Likely cause: the picks'", "Likely cause: the arrivals'")):
+        hint = shift  # per station, it sees a time-zone offset the overall spans blur
+    if overlap and not shift:
+        hint = ""
     a_label, p_label = f"{ref_source} arrivals:", f"{picks_source} picks:"
     width = max(len(a_label), len(p_label))
     a_label, p_label = a_label.ljust(width), p_label.ljust(width)
@@ -598,8 +698,7 @@ def apply_scope(
     (1, 1)
     """
     if picks.empty:
-        raise InputError(f"{picks_source}: no pick is left to score "
-                         "(no P- or S-like picks, or every row was dropped).")
+        raise InputError(nothing_left(picks_source, "picks", picks.attrs.get("pickscale_rows")))
     picks_all_ds = picks["dataset"].value_counts()
     picks, _ = drop_below_floor(picks, floor)
     below_by_ds = _difference(picks_all_ds, picks["dataset"].value_counts())
@@ -619,6 +718,8 @@ def scope_from_summary(
     residual_tol_ns: int,
     ref_source: str = "reference",
     picks_source: str = "picks",
+    ref_rows: dict | None = None,
+    picks_rows: dict | None = None,
 ) -> Scope:
     """SPEC §2 from the whole (small) reference and a summary of the (large) picks.
 
@@ -628,14 +729,20 @@ def scope_from_summary(
     min/max), and ``below_by_ds`` counts the picks below the floor per
     dataset.  The returned :class:`Scope` has an empty ``picks`` frame; its
     ``plan`` filters the picks partition by partition.
+
+    ``ref_rows`` and ``picks_rows`` (``rows_read``, ``invalid_dropped``,
+    ``dropped_phases``; see :func:`nothing_left`) only improve the message
+    when nothing is left to score; without them, ``ref.attrs`` is used.
     """
     if ref.empty:
-        raise InputError(f"{ref_source}: no reference arrival is left to score "
-                         "(no P- or S-like arrivals, or every row was dropped).")
+        raise InputError(nothing_left(ref_source, "reference", ref_rows or ref.attrs.get("pickscale_rows")))
     n_below = int(sum(below_by_ds.values()))
     if pick_summary.empty:
-        raise InputError(f"{picks_source}: no pick has conf >= the floor {floor:g} "
-                         f"(all {n_below} are below it).")
+        if n_below:
+            raise InputError(f"{picks_source}: no pick has conf >= the floor {floor:g} "
+                             f"(all {n_below} are below it); the floor is the lowest value of "
+                             "--thresholds.")
+        raise InputError(nothing_left(picks_source, "picks", picks_rows or pick_summary.attrs.get("pickscale_rows")))
     ref_all_ds = ref["dataset"].value_counts()
     ref, n_dup = dedupe_reference(ref)
     dup_by_ds = _difference(ref_all_ds, ref["dataset"].value_counts())
@@ -650,10 +757,16 @@ def scope_from_summary(
     outside = ref.loc[at_station & ~in_span, "dataset"].value_counts()
     kept = ref_scored["dataset"].value_counts()
 
-    fatal = [
-        _span_error(d, plan, int(outside.get(d, 0)), residual_tol_ns, ref_source, picks_source)
-        for d in plan.stations if int(kept.get(d, 0)) == 0
-    ]
+    fatal = []
+    for d in plan.stations:
+        if int(kept.get(d, 0)):
+            continue
+        rows = ref.loc[at_station & (ref["dataset"] == d).to_numpy()]
+        summary = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(plan.stations[d])]
+        shift = shift_hint(rows["station"].to_numpy(object), rows["time"].to_numpy(np.int64), summary,
+                           residual_tol_ns)
+        fatal.append(_span_error(d, plan, int(outside.get(d, 0)), residual_tol_ns, ref_source, picks_source,
+                                 shift))
     if fatal:
         raise InputError("\n".join(fatal))
 

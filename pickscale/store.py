@@ -26,6 +26,15 @@ and lock stay behind; the lock is taken over by the next run and
 The lock and the pid checks assume every writer of a folder runs on the same
 machine (pids mean nothing across hosts on a shared file system).
 
+``pickscale score`` holds the lock for its whole run (:func:`reserved`), so a
+second run aimed at the same folder stops before computing, and the tables
+and figures next to the store always come from the run that wrote it.
+
+Before the rename, :func:`save` lists every file of the new store with its
+size in ``pickscale-manifest.json``; :func:`open_results` checks it, because
+Zarr silently reads a missing chunk as its fill value (a store copied or
+synced only in part would otherwise open with NaN or 0 where numbers were).
+
 Example
 -------
 >>> import tempfile, pathlib, xarray as xr
@@ -39,6 +48,7 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -50,7 +60,7 @@ import shutil
 import socket
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -60,7 +70,7 @@ import zarr
 from pickscale import __version__
 from pickscale.errors import StoreError
 
-__all__ = ["SCHEMA_VERSION", "save", "open_results", "cleanup_stale"]
+__all__ = ["SCHEMA_VERSION", "save", "open_results", "cleanup_stale", "reserved"]
 # ``sanitise`` is public too (tests and notebooks compare against it) but not re-exported.
 
 #: Layout version of the results store; bumped when the store's layout changes.
@@ -70,12 +80,19 @@ _COMPLETE = "pickscale_complete"
 _SCHEMA = "pickscale_schema"
 _VERSION = "pickscale_version"
 _MARKERS = (_COMPLETE, _SCHEMA)
+#: Every file of the store (but the root ``zarr.json``) with its size, written
+#: last, before the store is moved into place; :func:`open_results` checks it.
+MANIFEST = "pickscale-manifest.json"
 
 # A lock that holds no readable pid yet (its writer is between creating and
 # writing it) is treated as held for this long before it counts as stale.
 _EMPTY_LOCK_GRACE_S = 30.0
 
 PathLike = str | os.PathLike[str]
+
+# Targets whose lock this process holds for a whole run (see :func:`reserved`):
+# target path -> lock file.
+_HELD: dict[pathlib.Path, pathlib.Path] = {}
 
 
 # --------------------------------------------------------------------------
@@ -153,7 +170,8 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
     _check_replaceable(target, overwrite)
     clean = sanitise(ds)  # before taking the lock: a bad dataset fails fast
 
-    lock = _acquire_lock(target)
+    # Under reserved(), this process already holds the lock for the whole run.
+    lock = None if target in _HELD else _acquire_lock(target)
     try:
         # The state may have changed while we were waiting for nothing: check again.
         _check_replaceable(target, overwrite)
@@ -162,9 +180,60 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
         _write_complete_store(clean, tmp, target)
         _move_into_place(tmp, target)
     finally:
-        _release_lock(lock)
+        if lock is not None:
+            _release_lock(lock)
     _fsync_dir(target.parent)
     return target
+
+
+@contextlib.contextmanager
+def reserved(path: PathLike) -> Iterator[pathlib.Path]:
+    """Hold the writer lock of a store for a whole run, not just while saving.
+
+    ``pickscale score`` reserves its target before it starts computing, so a
+    second run aimed at the same folder fails at once with a clear message
+    instead of computing for an hour and then racing the first run (its
+    tables and figures would be mixed with the first run's).  Inside the
+    block, :func:`save` and :func:`cleanup_stale` of this process use the
+    lock held here.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The store path, as passed to :func:`save`.  Its parent folder must
+        exist and be writable.
+
+    Yields
+    ------
+    pathlib.Path
+        The absolute store path.
+
+    Raises
+    ------
+    StoreError
+        When the folder is missing or not writable, or another run holds
+        the lock.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, xarray as xr
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "results.zarr"
+    >>> with reserved(target):
+    ...     _ = save(xr.Dataset({"n": ("x", [1])}), target)
+    >>> sorted(p.name for p in target.parent.iterdir())
+    ['results.zarr']
+    """
+    target = _absolute(path)
+    _check_parent(target)
+    if target in _HELD:
+        raise StoreError(f"cannot reserve {target}: this process has already reserved it")
+    lock = _acquire_lock(target)
+    _HELD[target] = lock
+    try:
+        yield target
+    finally:
+        _HELD.pop(target, None)
+        _release_lock(lock)
 
 
 def open_results(path: PathLike) -> xr.Dataset:
@@ -172,8 +241,10 @@ def open_results(path: PathLike) -> xr.Dataset:
 
     The store is checked before it is opened: it must exist, be a Zarr v3
     store, carry the completeness marker written at the end of
-    :func:`save`, have this version's store schema, and name the pickscale
-    version that wrote it.
+    :func:`save`, have this version's store schema, name the pickscale
+    version that wrote it, and still hold every file, at the size it was
+    written with (``pickscale-manifest.json``; a store copied only in part
+    would otherwise read its missing chunks as NaN or 0).
 
     Parameters
     ----------
@@ -195,7 +266,8 @@ def open_results(path: PathLike) -> xr.Dataset:
     StoreError
         When the path does not exist, is not a Zarr v3 store, is not a
         pickscale store, is incomplete (the run writing it did not finish),
-        or was written with another store schema.
+        was written with another store schema, or has lost or changed files
+        since it was written.
 
     Examples
     --------
@@ -210,6 +282,7 @@ def open_results(path: PathLike) -> xr.Dataset:
     if not store.exists():
         raise StoreError(f"no results store at {store}: the path does not exist")
     _check_pickscale_attrs(store, _read_root_attrs(store))
+    _check_manifest(store)
     try:
         ds = xr.open_zarr(store, consolidated=True, zarr_format=3)
     except Exception as exc:  # corrupt metadata, missing chunks, ...
@@ -247,6 +320,10 @@ def cleanup_stale(path: PathLike) -> list[pathlib.Path]:
     target = _absolute(path)
     if not target.parent.is_dir():
         return []
+    if target in _HELD:  # reserved by this process: we are the lock holder
+        if not os.path.lexists(target):
+            _restore_newest_old(target)
+        return _remove_dead_siblings(target, kinds=("tmp", "old"))
     try:
         lock = _acquire_lock(target)
     except StoreError:
@@ -415,14 +492,98 @@ def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.
             # known and intended (xarray reads it), not something for users.
             warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
             zarr.consolidate_metadata(tmp, zarr_format=3)
+        # Last, so that consolidating does not list it as a would-be Zarr node.
+        _write_manifest(tmp)
     except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_temporary(tmp)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         raise StoreError(
             f"could not write results to {target}: {_describe(exc)}; "
             "nothing was changed at the target"
         ) from exc
+
+
+def _remove_temporary(tmp: pathlib.Path, *, settle_s: float = 2.0) -> None:
+    """Remove a half-written store, also when Zarr is still writing into it.
+
+    Zarr writes chunks from its own event-loop thread: when Ctrl-C stops the
+    main thread, the chunk writes already under way still finish, and can
+    recreate folders that ``rmtree`` just removed.  So the folder is removed
+    again until it stays gone (what is still left after ``settle_s`` carries
+    this process's pid and :func:`cleanup_stale` removes it later).
+    """
+    deadline = time.monotonic() + settle_s
+    gone_since = None
+    while time.monotonic() < deadline:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+            gone_since = None
+        elif gone_since is None:
+            gone_since = time.monotonic()
+        elif time.monotonic() - gone_since >= 0.25:
+            return
+        time.sleep(0.02)
+
+
+def _store_files(store: pathlib.Path) -> dict[str, int]:
+    """Relative path -> size of every file of a store but its root metadata and the manifest."""
+    out = {}
+    for folder, _dirs, files in os.walk(store):
+        for name in files:
+            path = pathlib.Path(folder, name)
+            rel = path.relative_to(store).as_posix()
+            if rel not in ("zarr.json", MANIFEST):
+                out[rel] = path.stat().st_size
+    return dict(sorted(out.items()))
+
+
+def _write_manifest(store: pathlib.Path) -> None:
+    """Record the files of a freshly written store (fsynced: it is the store's proof of integrity)."""
+    text = json.dumps({"pickscale_manifest": 1, "files": _store_files(store)}, indent=0)
+    path = store / MANIFEST
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _check_manifest(store: pathlib.Path) -> None:
+    """Refuse a store whose files differ from those it was written with.
+
+    Zarr reads a missing chunk as the fill value (NaN, 0): a store copied or
+    synced only in part would otherwise open without complaint, with wrong
+    numbers.  Stores written before the manifest existed are not checked.
+    """
+    path = store / MANIFEST
+    if not path.exists():
+        return
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        if not isinstance(files, dict):
+            raise TypeError("files is not a mapping")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"results store {store} is damaged: its manifest {MANIFEST} cannot be read ({exc})") from None
+    bad = []
+    for rel, size in files.items():
+        if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+            bad.append(f"{rel!r} is not a path inside the store")
+            continue
+        try:
+            actual = (store / rel).stat().st_size
+        except OSError:
+            bad.append(f"{rel} is missing")
+            continue
+        if actual != size:
+            bad.append(f"{rel} has {actual} bytes, not {size}")
+    if bad:
+        shown = "; ".join(bad[:3]) + (" …" if len(bad) > 3 else "")
+        raise StoreError(
+            f"results store {store} is damaged: {len(bad)} of its {len(files)} files are missing or "
+            f"changed since it was written ({shown}); it was probably copied or synced only in part — "
+            "copy it again, or re-run `pickscale score`"
+        )
 
 
 def _move_into_place(tmp: pathlib.Path, target: pathlib.Path) -> None:
