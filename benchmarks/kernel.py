@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from record import write_block  # benchmarks/ is the script's folder, so on sys.path
+
 from pickscale.kernel import score_station
 from pickscale.options import Options
 
@@ -75,17 +77,7 @@ def main() -> None:
     )
     print(line)
     if args.write:
-        readme = Path(__file__).with_name("README.md")
-        text = readme.read_text() if readme.exists() else "# Benchmarks\n"
-        marker = "<!-- kernel -->"
-        block = f"{marker}\n{line}\n{marker}"
-        if marker in text:
-            head, _, rest = text.partition(marker)
-            _, _, tail = rest.partition(marker)
-            text = head + block + tail
-        else:
-            text = text.rstrip("\n") + "\n\n## Kernel throughput\n\n" + block + "\n"
-        readme.write_text(text)
+        write_block("<!-- kernel -->", line, heading="Kernel throughput")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import catalogue  # noqa: E402
+from record import write_block  # noqa: E402
 
 PY = sys.executable
 PICKSCALE = str(Path(PY).with_name("pickscale"))
@@ -511,20 +512,11 @@ def cpu_table(recs: dict) -> str:
 
 
 def write_readme(recs: dict) -> None:
-    readme = HERE / "README.md"
-    text = readme.read_text()
     first = min(recs.values(), key=lambda r: r["n_picks"])
     commits = sorted({r.get("pickscale_commit", "?") for r in recs.values()})
     body = (f"{table(recs)}\n\n{cpu_table(recs)}\n\nMachine: {first['machine']}. Recorded {max(r['when'] for r in recs.values())}; "
             f"pickscale at {'; '.join(commits)}.")
-    block = f"{MARK}\n{body}\n{MARK}"
-    if MARK in text:
-        head, _, rest = text.partition(MARK)
-        _, _, tail = rest.partition(MARK)
-        text = head + block + tail
-    else:
-        text = text.rstrip("\n") + "\n\n## Scale\n\n" + block + "\n"
-    readme.write_text(text)
+    write_block(MARK, body, heading="Scale")
 
 
 def main(argv=None) -> None:
