@@ -419,17 +419,22 @@ def _size(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*.parquet"))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("--n-picks", type=float, default=None)
-    ap.add_argument("--arrival-rate", type=float, default=None, help="reference arrivals per station per day")
+def add_shape_arguments(ap: argparse.ArgumentParser) -> None:
+    """The catalogue's shape options, shared by this script and scale.py."""
     ap.add_argument("--models", type=int, default=3)
     ap.add_argument("--stations", type=int, default=200)
     ap.add_argument("--days", type=int, default=365)
     ap.add_argument("--picks-per-arrival", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layout", choices=("flat", "by_station"), default="flat")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--n-picks", type=float, default=None)
+    ap.add_argument("--arrival-rate", type=float, default=None, help="reference arrivals per station per day")
+    add_shape_arguments(ap)
     ap.add_argument("--files", type=int, default=0)
     ap.add_argument("--overwrite", action="store_true")
     a = ap.parse_args()

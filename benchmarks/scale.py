@@ -528,12 +528,7 @@ def main(argv=None) -> None:
                     help="run the seed loop on sizes up to this; extrapolate beyond (default 1e6)")
     ap.add_argument("--seed-fraction", type=float, default=1.0,
                     help="run the seed loop on this fraction of the stations and extrapolate (default 1)")
-    ap.add_argument("--models", type=int, default=3)
-    ap.add_argument("--stations", type=int, default=200)
-    ap.add_argument("--days", type=int, default=365)
-    ap.add_argument("--picks-per-arrival", type=float, default=20.0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--layout", choices=("flat", "by_station"), default="flat")
+    catalogue.add_shape_arguments(ap)
     ap.add_argument("--data-dir", default=str(HERE / "data"))
     ap.add_argument("--out-dir", default=None, help="pickscale outputs (default DATA_DIR/out)")
     ap.add_argument("--quiet-wait", type=float, default=120,
