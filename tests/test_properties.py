@@ -359,15 +359,20 @@ def _check_metrics(r, b, case):
         assert got == brute.default_budget(int(b.n_reference[p]), [b.fine_emitted[m, p, 0] for m in present])
 
 
-@settings(max_examples=200, **SETTINGS)
-@given(case=stations())
-def test_kernel_and_metrics_equal_brute_force(case):
+def _check_against_brute(case) -> None:
+    """The kernel and the metrics against brute force: counts, pairs, invariants, metrics."""
     r = run_kernel(case)
     b = brute.score_station_with(case.options, *case.arrays, n_models=case.n_models)
     _check_counts(r, b, case)
     _check_pairs(r, b, case)
     _check_invariants(r, b, case)
     _check_metrics(r, b, case)
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(case=stations())
+def test_kernel_and_metrics_equal_brute_force(case):
+    _check_against_brute(case)
 
 
 def _empty_cases():
@@ -389,12 +394,7 @@ def _empty_cases():
 
 def test_empty_sides_equal_brute_force():
     for case in _empty_cases():
-        r = run_kernel(case)
-        b = brute.score_station_with(case.options, *case.arrays, n_models=case.n_models)
-        _check_counts(r, b, case)
-        _check_pairs(r, b, case)
-        _check_invariants(r, b, case)
-        _check_metrics(r, b, case)
+        _check_against_brute(case)
 
 
 def test_wide_time_span_equals_brute_force():
