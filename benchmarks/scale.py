@@ -359,12 +359,11 @@ def machine() -> str:
 # Where a sample's time goes: the first stage whose marker is in its stack (py-spy raw format).
 STAGES = [
     ("imports", ["_find_and_load"]),
-    ("read + normalise (worker)", ["_read_and_normalise"]),
-    ("summarise for scope (worker)", ["_summarise_picks"]),
-    ("encode to codes (worker)", ["_encode ("]),
-    ("shuffle to work partitions", ["distributed/shuffle/", "dask_expr/_shuffle"]),
-    ("score partitions: kernel", ["_score_partition"]),
-    ("scope + plan (client)", ["scope_from_summary", "_partition_plan", "plan_units", "_combine_summaries"]),
+    ("read + normalise (worker)", ["read_part (", "_read_reference ("]),
+    ("encode to codes (worker)", ["encode_picks ("]),
+    ("split by work partition (worker)", ["split_part ("]),
+    ("score partitions: kernel", ["score_partition ("]),
+    ("scope + plan (client)", ["scope_from_summary", "plan_units", "_combine_outlines"]),
     ("combine + assemble (client)", ["_combine_outputs", "assemble ("]),
     ("save Zarr (client)", ["save (pickscale/store.py"]),
     ("tables (client)", ["write_report", "write_tables"]),

@@ -6,13 +6,26 @@
 >>> pickscale.tables(pickscale.open_results("run/results.zarr"))["detection"]  # doctest: +SKIP
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-from .engine import local_cluster, score  # noqa: E402
 from .errors import InputError, OptionsError, PickscaleError, StoreError  # noqa: E402
-from .options import Options  # noqa: E402
-from .store import open_results, save  # noqa: E402
-from .tables import tables  # noqa: E402
+from .tables import tables  # noqa: E402  (light: xarray is imported on use; the name shadows the module)
+
+# The public functions are loaded on first use (PEP 562): a Dask worker that
+# unpickles a task of `pickscale.tasks` then never imports xarray, zarr or
+# matplotlib, and `pickscale --help` answers at once.
+_LAZY = {
+    "score": "engine",
+    "local_cluster": "engine",
+    "Options": "options",
+    "open_results": "store",
+    "save": "store",
+}
 
 __all__ = [
     "__version__",
@@ -27,3 +40,15 @@ __all__ = [
     "OptionsError",
     "StoreError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # next time: a plain attribute
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -77,6 +77,9 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler, e.g. tcp://host:8786 (or set DASK_SCHEDULER_ADDRESS)")
+    p.add_argument("--block-picks", type=int, default=None,
+                   help="picks per work unit: busier stations are cut into time blocks at quiet gaps, which "
+                        "bounds a worker's memory and changes no number (default 2000000)")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace an existing results store")
     _add_output(p)
 
@@ -360,11 +363,11 @@ def _client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
         yield client
 
 
-def _workers(value: Any) -> int | None:
+def _workers(value: Any, flag: str = "--workers") -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise OptionsError(f"--workers must be a whole number >= 1; got {value!r}.")
+        raise OptionsError(f"{flag} must be a whole number >= 1; got {value!r}.")
     return value
 
 
@@ -397,6 +400,8 @@ def _run_score(args: argparse.Namespace) -> int:
     Options(**options)
     scheduler = args.scheduler or config.get("scheduler")
     workers = _workers(args.workers if args.workers is not None else config.get("workers"))
+    block_picks = _workers(args.block_picks if args.block_picks is not None else config.get("block_picks"),
+                           "--block-picks")
     for flag, source in (("--reference", reference), ("--picks", picks)):
         try:
             resolve_sources(source)
@@ -414,7 +419,8 @@ def _run_score(args: argparse.Namespace) -> int:
             _cleanup_stale(target)
             _check_store(target, overwrite)  # again, now that no other run can change it
             with _client(workers, scheduler) as client:
-                ds = score(reference, picks, drop_invalid=drop_invalid, client=client, **options)
+                ds = score(reference, picks, drop_invalid=drop_invalid, client=client, block_picks=block_picks,
+                           **options)
                 _write_outputs(ds, out_dir, overwrite=overwrite, args=args)
         finished = True
     finally:
@@ -441,6 +447,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     overwrite = bool(args.overwrite)
     Options(**_options(args, {}))
     workers = _workers(args.workers)
+    block_picks = _workers(args.block_picks, "--block-picks")
     _check_target(out_dir, overwrite)
     _make_folder(out_dir)
     with reserved(out_dir / "results.zarr") as target:
@@ -452,7 +459,8 @@ def _run_demo(args: argparse.Namespace) -> int:
               "arrivals 0.15 s late; liberal finds more but emits about twice the picks.")
         print(f"inputs: {ref_path} and {picks_path}")
         with _client(workers, args.scheduler) as client:
-            ds = score(str(ref_path), str(picks_path), client=client, **_options(args, {}))
+            ds = score(str(ref_path), str(picks_path), client=client, block_picks=block_picks,
+                       **_options(args, {}))
             _write_outputs(ds, out_dir, overwrite=overwrite, args=args)
     print("\nWhat to see:")
     for line in facts(tables(ds)):

@@ -2,7 +2,8 @@
 
 Keys: ``reference``, ``picks``, ``out`` (paths relative to the file),
 ``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``,
-``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``.
+``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``,
+``block_picks``.
 Options may also sit in an ``[options]`` table and the cluster keys in a
 ``[cluster]`` table.  An unknown key is an error, so a typo never silently
 falls back to a default.
@@ -22,11 +23,11 @@ KEYS = {
     "reference": str, "picks": str, "out": str,
     "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": int,
     "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
-    "workers": int, "scheduler": str,
+    "workers": int, "scheduler": str, "block_picks": int,
 }
 _TABLES = {"inputs": ("reference", "picks"), "output": ("out", "overwrite"),
            "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid"),
-           "cluster": ("workers", "scheduler")}
+           "cluster": ("workers", "scheduler", "block_picks")}
 
 
 def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:

@@ -1,20 +1,24 @@
-"""The main job: read, scope, partition by station on Dask, score, combine.
+"""The main job: read, scope, plan, split by work partition, score, combine.
 
-Stages (each a Dask graph; nothing but small summaries and results reaches
-the client):
+Stages (each a Dask graph of :mod:`pickscale.tasks`; nothing but small
+summaries and results reaches the client):
 
-1. **Read and normalise** every input part (one file, or one partition of a
-   frame) in its own task; the normalised parts are persisted.
-2. **Summarise** each part (per (dataset, station, model): pick counts and
-   time span at or above the floor) and decide the scope of SPEC §2 on the
-   client from those summaries and the reference, which is small.
-3. **Partition**: every scored (dataset, station) is assigned to a work
-   partition (balanced by pick count, deterministic); picks are encoded to
-   integer codes and moved with ``set_index("part", divisions=…)``, whose
-   explicit divisions guarantee that partition *i* holds exactly the stations
-   assigned to it, whatever the input files looked like.
-4. **Score**: one task per partition runs :func:`pickscale.kernel.score_station`
-   per station and returns small additive results, never picks.
+1. **Read** every picks part (one file, a run of row groups of a large
+   Parquet file, or one partition of a frame) in its own task: normalised
+   per distinct value and encoded as integer arrays (about 19 bytes a pick),
+   kept on the worker that read it.  The reference (small) is read in tasks
+   too and gathered.
+2. **Outline**: each part's summary (per (dataset, station, model): pick
+   counts and time span at or above the floor) goes to the client, which
+   decides the scope of SPEC §2 and the work plan: scored stations, their
+   time blocks (work units) and the partitions that run them
+   (:mod:`pickscale.units`, deterministic).
+3. **Split**: each part is cut into one piece per work partition — a
+   many-to-many exchange of plain arrays that needs no dataframe shuffle and
+   no assumption about which stations a file holds.
+4. **Score**: one task per partition concatenates its pieces and runs
+   :func:`pickscale.kernel.score_station` per unit; it returns small additive
+   results, never picks.
 5. **Combine and finalize** on the client in canonical station order
    (:mod:`pickscale.results`).
 """
@@ -26,29 +30,33 @@ import dataclasses
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import xarray as xr
 from dask import delayed
 
 from . import __version__
 from .errors import InputError
-from .kernel import StationResult, merge_results, score_station
-from .units import UnitPlan, plan_units
-from .options import PHASES, Options
-from .parquet import read_projected
+from .kernel import StationResult, merge_results
+from .options import Options
 from .readers import Normalised, normalise, read_raw, resolve_sources
-from .results import DatasetCounts, assemble, combine
-from .scope import Scope, scope_from_summary, summarise_picks
+from .scope import Scope, scope_from_summary
+from .tasks import Failure, PickPart, outline, read_frame, read_part, score_partition, split_part
+from .units import plan_units
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 __all__ = ["score", "local_cluster", "load"]
 
-_PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
+#: Rows per read task: a larger Parquet file is read as runs of row groups of about this many rows.
+READ_ROWS = 2_000_000
+# Only files at least this large are opened on the client to look for row groups.
+_SPLIT_BYTES = 48 * 2**20
 
 
 # --------------------------------------------------------------------- loading
@@ -59,75 +67,98 @@ class Source:
 
     role: str
     description: str
-    parts: list  # delayed Normalised, one per file or frame partition
+    parts: list  # delayed PickPart (picks) or Normalised (reference), one per read task
     files: list[str]
     bytes: int
 
 
-def _read_and_normalise(path: str, role: str, drop_invalid: bool) -> Normalised:
-    # Parquet: only the columns pickscale uses, plus hive folder values (station=…/).
-    raw = read_projected(path, role=role) if _is_parquet(path) else read_raw(path)
-    return _compact(normalise(raw, role=role, source=path, drop_invalid=drop_invalid))
-
-
-def _compact(part: Normalised) -> Normalised:
-    """Text columns of picks as categoricals: parts stay in worker memory between stages,
-    and a station name repeated a million times should cost a million small codes, not
-    a million Python strings (about 20 instead of 250 bytes a row)."""
-    if part.role != "picks":
-        return part
-    frame = part.frame
-    for column in ("dataset", "model", "station", "phase"):
-        frame[column] = frame[column].astype("category")
-    return part
-
-
-def _is_parquet(path: str) -> bool:
-    import fsspec
+def _read_reference(path: str, drop_invalid: bool) -> Normalised | Failure:
+    from .parquet import is_parquet, read_projected
 
     try:
-        with fsspec.open(path, "rb") as f:
-            return f.read(4) == b"PAR1"
-    except (OSError, ValueError):
-        return False  # read_raw says what is wrong with it
+        raw = read_projected(path, role="reference") if is_parquet(path) else read_raw(path)
+        return normalise(raw, role="reference", source=path, drop_invalid=drop_invalid)
+    except InputError as exc:
+        return Failure(str(exc))
 
 
-def _normalise_frame(frame: pd.DataFrame, role: str, source: str, drop_invalid: bool, offset: int) -> Normalised:
-    return _compact(normalise(frame, role=role, source=source, drop_invalid=drop_invalid, row_offset=offset))
+def _reference_frame(frame: pd.DataFrame, source: str, drop_invalid: bool, offset: int) -> Normalised | Failure:
+    try:
+        return normalise(frame, role="reference", source=source, drop_invalid=drop_invalid, row_offset=offset)
+    except InputError as exc:
+        return Failure(str(exc))
 
 
-def load(source: Any, *, role: str, drop_invalid: bool = False) -> Source:
-    """Describe an input as a list of lazy normalisation tasks.
+def _is_dask_frame(source: Any) -> bool:
+    # dask.dataframe is imported only if the caller has imported it: it costs ~0.5 s.
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(source, dd.DataFrame)
+
+
+def _read_tasks(files: list[str], role: str, drop_invalid: bool, floor: float) -> list[Any]:
+    if role == "reference":
+        return [delayed(_read_reference, pure=True)(f, drop_invalid) for f in files]
+    from .parquet import row_group_ranges
+
+    tasks = []
+    for f in files:
+        runs: list = [(None, 0)]
+        with contextlib.suppress(OSError, ValueError):
+            if os.path.getsize(f) >= _SPLIT_BYTES:
+                runs = row_group_ranges(f, target_rows=READ_ROWS)
+        for groups, first in runs:
+            tasks.append(delayed(read_part, pure=True)(f, drop_invalid=drop_invalid, floor=floor,
+                                                       row_groups=groups, row_offset=first))
+    return tasks
+
+
+def _frame_tasks(frame: pd.DataFrame, role: str, source: str, drop_invalid: bool, floor: float) -> list[Any]:
+    tasks = []
+    for lo in range(0, max(len(frame), 1), READ_ROWS):
+        chunk = frame.iloc[lo:lo + READ_ROWS]
+        if role == "reference":
+            tasks.append(delayed(_reference_frame)(chunk, source, drop_invalid, lo))
+        else:
+            tasks.append(delayed(read_frame)(chunk, source=source, drop_invalid=drop_invalid, floor=floor,
+                                             row_offset=lo))
+    return tasks
+
+
+def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0) -> Source:
+    """Describe an input as a list of lazy read tasks.
 
     ``source`` is a path, folder, glob or fsspec URL (or a list of them), a
-    pandas DataFrame, or a Dask DataFrame.
+    pandas DataFrame, or a Dask DataFrame.  Picks are read as
+    :class:`pickscale.tasks.PickPart` (only picks at or above ``floor`` are
+    kept), the reference as :class:`pickscale.readers.Normalised`.
     """
     if isinstance(source, pd.DataFrame):
         name = f"<pandas DataFrame, {len(source):,} rows>"
-        part = delayed(_normalise_frame)(source, role, f"the {role} DataFrame", drop_invalid, 0)
-        return Source(role, name, [part], [], int(source.memory_usage(deep=False).sum()))
-    if isinstance(source, dd.DataFrame):
+        tasks = _frame_tasks(source, role, f"the {role} DataFrame", drop_invalid, floor)
+        return Source(role, name, tasks, [], int(source.memory_usage(deep=False).sum()))
+    if _is_dask_frame(source):
         name = f"<dask DataFrame, {source.npartitions} partitions>"
-        parts = [
-            delayed(_normalise_frame)(p, role, f"partition {i} of the {role} DataFrame", drop_invalid, 0)
-            for i, p in enumerate(source.to_delayed())
-        ]
-        return Source(role, name, parts, [], 0)
+        tasks = []
+        for i, p in enumerate(source.to_delayed()):
+            where = f"partition {i} of the {role} DataFrame"
+            tasks.append(delayed(_reference_frame)(p, where, drop_invalid, 0) if role == "reference"
+                         else delayed(read_frame)(p, source=where, drop_invalid=drop_invalid, floor=floor))
+        return Source(role, name, tasks, [], 0)
     files = resolve_sources(source)
     size = 0
     for f in files:
         with contextlib.suppress(OSError, ValueError):
             size += os.path.getsize(f)
-    parts = [delayed(_read_and_normalise)(f, role, drop_invalid) for f in files]
     desc = str(source) if not isinstance(source, (list, tuple)) else ", ".join(map(str, source))
-    return Source(role, desc, parts, files, size)
+    return Source(role, desc, _read_tasks(files, role, drop_invalid, floor), files, size)
 
 
 # ----------------------------------------------------------------- summaries
 
 def _report(part: Normalised) -> Normalised:
     """What normalising did, without the rows (small enough to send to the client)."""
-    return dataclasses.replace(part, frame=part.frame.iloc[:0])
+    # A copy: an empty slice is a view that would keep every row's memory alive.
+    return dataclasses.replace(part, frame=part.frame.iloc[:0].copy())
 
 
 def _report_attrs(report: Normalised) -> dict[str, Any]:
@@ -147,110 +178,26 @@ def _rows(report: Normalised) -> dict[str, Any]:
             "dropped_phases": dict(report.dropped_phases)}
 
 
-def _summarise_picks(part: Normalised, floor: float) -> dict[str, Any]:
-    """Small per-part facts for SPEC §2, computed where the part lives."""
-    frame = part.frame
-    above = frame[frame["conf"].to_numpy(np.float64) >= floor]
-    below = frame["dataset"].value_counts().sub(above["dataset"].value_counts(), fill_value=0)
-    return {
-        "summary": summarise_picks(above),
-        "below_floor": {str(k): int(v) for k, v in below.items() if v},
-        "report": _report(part),
-    }
+def _raise_failures(parts: Sequence[Any]) -> None:
+    """Raise the input errors found by the read tasks, in input order (all of them, up to five)."""
+    failures = [p.message for p in parts if isinstance(p, Failure)]
+    if failures:
+        more = len(failures) - 5
+        raise InputError("\n".join(failures[:5]) + (f"\n(and {more} more input error(s))" if more > 0 else ""))
 
 
-def _combine_summaries(summaries: list[dict[str, Any]]) -> tuple[pd.DataFrame, dict[str, int]]:
-    frame = pd.concat([s["summary"] for s in summaries], ignore_index=True)
+def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str, int], Normalised]:
+    frame = pd.concat([o.combos for o in outlines], ignore_index=True)
     summary = (frame.groupby(["dataset", "station", "model"], sort=True, observed=True)
                .agg(n_picks=("n_picks", "sum"), t_min=("t_min", "min"), t_max=("t_max", "max"))
                .reset_index())
+    summary = summary.astype({"dataset": object, "station": object, "model": object,
+                              "n_picks": np.int64, "t_min": np.int64, "t_max": np.int64})
     below: dict[str, int] = {}
-    for s in summaries:
-        for d, n in s["below_floor"].items():
+    for o in outlines:
+        for d, n in o.below_floor.items():
             below[d] = below.get(d, 0) + n
-    return summary, below
-
-
-def _encode(part: Normalised, plan: "UnitPlan", floor: float) -> pd.DataFrame:
-    """Picks of one part as integer codes with their work unit and partition; others dropped."""
-    frame = part.frame
-    frame = frame[frame["conf"].to_numpy(np.float64) >= floor]
-    by = ["dataset", "station", "model"]
-    # Join the few distinct (dataset, station, model) of the part, not every row.
-    groups = frame.groupby(by, observed=True, sort=False)
-    combos = groups.size().reset_index()[by].astype(object)
-    codes = combos.merge(plan.keys, on=by, how="left", sort=False)
-    row_combo = groups.ngroup().to_numpy(np.int64)
-    skey = codes["skey"].to_numpy(np.float64)[row_combo]
-    keep = ~np.isnan(skey)  # rows at stations or datasets that are not scored
-    skey = skey[keep].astype(np.int64)
-    time_ns = frame["time"].to_numpy(np.int64)[keep]
-    unit = plan.units_of(skey, time_ns)
-    phase = frame["phase"].map(_PHASE_CODE).astype(np.int8).to_numpy()[keep]
-    return pd.DataFrame({
-        "part": plan.unit_part[unit],
-        "unit": unit,
-        "model": codes["mcode"].to_numpy(np.float64)[row_combo][keep].astype(np.int32),
-        "phase": phase,
-        "time": time_ns,
-        "conf": frame["conf"].to_numpy(np.float64)[keep],
-    })
-
-
-_ENCODED_META = pd.DataFrame({
-    "part": np.zeros(0, np.int64), "unit": np.zeros(0, np.int64), "model": np.zeros(0, np.int32),
-    "phase": np.zeros(0, np.int8), "time": np.zeros(0, np.int64), "conf": np.zeros(0, np.float64),
-})
-
-
-def _score_partition(
-    picks: pd.DataFrame,
-    reference: pd.DataFrame,
-    *,
-    number: int,
-    units: np.ndarray,
-    unit_station: np.ndarray,
-    n_models: np.ndarray,
-    dataset_of: np.ndarray,
-    options: Options,
-) -> dict[str, Any]:
-    """Score the work units (station time blocks) of one partition; return additive results only."""
-    if len(picks) and not (picks.index.to_numpy() == number).all():
-        raise RuntimeError(f"internal error: work partition {number} holds rows of another partition")
-    p_unit = picks["unit"].to_numpy(np.int64)
-    p_order = np.argsort(p_unit, kind="stable")
-    p_unit = p_unit[p_order]
-    p_model = picks["model"].to_numpy(np.int32)[p_order]
-    p_phase = picks["phase"].to_numpy(np.int8)[p_order]
-    p_time = picks["time"].to_numpy(np.int64)[p_order]
-    p_conf = picks["conf"].to_numpy(np.float64)[p_order]
-    r_unit = reference["unit"].to_numpy(np.int64)
-    r_order = np.argsort(r_unit, kind="stable")
-    r_unit = r_unit[r_order]
-    r_phase = reference["phase"].to_numpy(np.int8)[r_order]
-    r_time = reference["time"].to_numpy(np.int64)[r_order]
-
-    results: list[tuple[int, StationResult]] = []
-    fine: dict[int, list[np.ndarray]] = {}
-    for unit in units:
-        plo, phi = np.searchsorted(p_unit, [unit, unit + 1])
-        rlo, rhi = np.searchsorted(r_unit, [unit, unit + 1])
-        key = int(unit_station[unit])
-        result = score_station(
-            r_phase[rlo:rhi], r_time[rlo:rhi],
-            p_model[plo:phi], p_phase[plo:phi], p_time[plo:phi], p_conf[plo:phi],
-            n_models=int(n_models[key]), options=options,
-        )
-        d = int(dataset_of[key])
-        # The fine curve is kept only in total: sum it here rather than ship it per unit.
-        if d in fine:
-            fine[d][0] += result.fine_emitted
-            fine[d][1] += result.fine_matched
-        else:
-            fine[d] = [result.fine_emitted.copy(), result.fine_matched.copy()]
-        result.fine_emitted = result.fine_matched = np.zeros(0, dtype=np.int64)
-        results.append((key, result))
-    return {"stations": results, "fine": fine}
+    return summary, below, Normalised.combine([o.report for o in outlines])
 
 
 # ------------------------------------------------------------------ scheduler
@@ -276,8 +223,12 @@ def _n_workers(client: Any) -> int:
         return os.cpu_count() or 1
 
 
-def _compute(tasks: Sequence[Any], client: Any, *, label: str, progress: bool) -> list[Any]:
-    """Compute delayed objects on the client (with retries) or on Dask's local scheduler."""
+def _compute(tasks: list[Any], client: Any, *, label: str, progress: bool, release: bool = False) -> list[Any]:
+    """Compute delayed objects on the client (with retries) or on Dask's local scheduler.
+
+    ``release=True`` empties ``tasks`` once they are submitted, so that the
+    caller holds no handle on intermediate data (persisted parts) any more.
+    """
     if not tasks:
         return []
     if client is None:
@@ -287,7 +238,14 @@ def _compute(tasks: Sequence[Any], client: Any, *, label: str, progress: bool) -
             with ProgressBar(minimum=3.0, dt=0.5, out=sys.stderr):
                 return list(dask.compute(*tasks))
         return list(dask.compute(*tasks))
-    futures = client.compute(list(tasks), retries=3)
+    with warnings.catch_warnings():
+        # The scored arrivals travel inside the graph (~17 bytes each, ~1/50 of the picks): a
+        # "large graph" here is the reference itself, so Dask's advice to load it differently
+        # does not apply; and data scattered instead would not survive a lost worker.
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        futures = client.compute(list(tasks), retries=3)
+    if release:
+        tasks.clear()
     if progress:
         from distributed import progress as show_progress
 
@@ -304,11 +262,6 @@ def _persist(tasks: Sequence[Any], client: Any) -> list[Any]:
 
 
 # -------------------------------------------------------------------- score
-
-def _ensure_pairs(frame: pd.DataFrame, role: str) -> None:
-    if frame.empty:
-        raise InputError(f"the {role} input holds no rows that can be scored.")
-
 
 def score(
     reference: Any,
@@ -378,16 +331,16 @@ def score(
     started = time.time()
 
     ref_src = load(reference, role="reference", drop_invalid=drop_invalid)
-    pick_src = load(picks, role="picks", drop_invalid=drop_invalid)
+    pick_src = load(picks, role="picks", drop_invalid=drop_invalid, floor=options.floor)
 
-    # 1–2. Normalise (persisted where the data live), summarise, decide the scope.
-    ref_parts: list[Normalised] = _compute(ref_src.parts, client, label="reading reference", progress=False)
+    # 1–2. Read (picks stay where they were read), outline, decide the scope.
     pick_parts = _persist(pick_src.parts, client)
-    summaries = _compute([delayed(_summarise_picks)(p, options.floor) for p in pick_parts], client,
-                         label="summarising picks", progress=progress)
+    ref_parts = _compute(ref_src.parts, client, label="reading reference", progress=False)
+    outlines = _compute([delayed(outline)(p) for p in pick_parts], client, label="reading picks",
+                        progress=progress)
+    _raise_failures(ref_parts + outlines)
     ref_all = Normalised.combine(ref_parts)
-    pick_report = Normalised.combine([s["report"] for s in summaries])
-    pick_summary, below_floor = _combine_summaries(summaries)
+    pick_summary, below_floor, pick_report = _combine_outlines(outlines)
     scope: Scope = scope_from_summary(
         ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
@@ -395,39 +348,35 @@ def score(
     )
     ref_report = _report(ref_all)
 
-    # 3. Work units (station time blocks), partitions and integer codes.
+    # 3. Work units (station time blocks) and partitions; each part cut into one piece per partition.
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=_n_workers(client))
-    encoded = [delayed(_encode)(p, plan, options.floor) for p in pick_parts]
-    frame = dd.from_delayed(encoded, meta=_ENCODED_META, verify_meta=False)
+    shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
     n_parts = plan.n_parts
-    by_part = frame.set_index("part", divisions=list(range(n_parts)) + [n_parts - 1])
-    partitions = by_part.to_delayed()
-    if len(partitions) != n_parts:
-        raise RuntimeError("internal error: the station partitioning changed shape")
+    pieces = [delayed(split_part)(p, shared_plan) for p in pick_parts]
 
     # 4. Score each partition.
     ref_codes = plan.encode_reference(scope.reference)
-    ref_by_part = {int(k): g.drop(columns="part") for k, g in ref_codes.groupby("part", sort=True)}
-    empty_ref = ref_codes.drop(columns="part").iloc[:0]
     tasks = []
-    for i, part in enumerate(partitions):
-        tasks.append(delayed(_score_partition)(
-            part, ref_by_part.get(i, empty_ref), number=i,
-            units=np.flatnonzero(plan.unit_part == i),
-            unit_station=plan.unit_station,
-            n_models=plan.stations["n_models"].to_numpy(np.int64),
-            dataset_of=plan.stations["dcode"].to_numpy(np.int64),
-            options=options,
-        ))
-    outputs = _compute(tasks, client, label="scoring", progress=progress)
+    for i in range(n_parts):
+        mine = ref_codes[ref_codes["part"].to_numpy() == i]
+        arrivals = {"unit": mine["unit"].to_numpy(np.int64), "phase": mine["phase"].to_numpy(np.int8),
+                    "time": mine["time"].to_numpy(np.int64)}
+        tasks.append(delayed(score_partition)(i, arrivals, shared_plan, options, *[p[i] for p in pieces]))
+    # Drop the client's handles on the read parts: each is freed once it has been split.
+    del pick_parts, pieces
+    outputs = _compute(tasks, client, label="scoring", progress=progress, release=True)
 
     # 5. Combine in canonical order and finalize.
+    from .results import assemble
+
     per_dataset = _combine_outputs(outputs, scope, plan.stations, options)
     attrs = _attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
     return assemble(per_dataset, options=options, attrs=attrs)
 
 
-def _combine_outputs(outputs, scope: Scope, skey_table: pd.DataFrame, options: Options) -> dict[str, DatasetCounts]:
+def _combine_outputs(outputs, scope: Scope, skey_table: pd.DataFrame, options: Options) -> dict[str, Any]:
+    from .results import combine
+
     by_station: dict[int, list[StationResult]] = {}
     fine: dict[int, list[np.ndarray]] = {}
     for out in outputs:
@@ -498,16 +447,32 @@ def local_cluster(
     """
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(
-        n_workers=n_workers or os.cpu_count() or 1,
-        threads_per_worker=threads_per_worker,
-        processes=True,
-        host="127.0.0.1",
-        # Never 0.0.0.0, and never the fixed 8787 another cluster may hold.
-        dashboard_address=dashboard_address,
-        **kwargs,
-    )
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": _worker_environ()}):
+        cluster = LocalCluster(
+            n_workers=n_workers or os.cpu_count() or 1,
+            threads_per_worker=threads_per_worker,
+            processes=True,
+            host="127.0.0.1",
+            # Never 0.0.0.0, and never the fixed 8787 another cluster may hold.
+            dashboard_address=dashboard_address,
+            **kwargs,
+        )
     return Client(cluster)
+
+
+def _worker_environ() -> dict[str, Any]:
+    """Dask's environment for new worker processes, without its fixed ``MALLOC_TRIM_THRESHOLD_``.
+
+    A fixed trim threshold turns off glibc's adaptive mmap threshold, so every
+    numpy temporary above 128 kB is a fresh mapping whose pages fault in one by
+    one: on 10 M picks, ~1.8 M page faults and ~5 s of system time, a third of
+    the run.  pickscale's tasks bound their memory by design (time blocks), so
+    its own workers keep glibc's defaults; a user's setting in the environment
+    is inherited as usual.
+    """
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    env.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return env
 
 
 @contextlib.contextmanager

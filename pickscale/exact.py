@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["N_LIMBS", "N_PRODUCTS", "fixed", "sums", "conf_sum", "brier_sum"]
+__all__ = ["N_LIMBS", "N_PRODUCTS", "fixed", "sums", "canonical", "conf_sum", "brier_sum"]
 
 SCALE_BITS = 62
 LIMB_BITS = 16
@@ -66,25 +66,93 @@ def _runs(conf: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def sums(conf, hit, group, cbin, n_groups: int):
     """Exact integer sums for one station: per (group, bin) limbs of Σv, per group limb
-    products of Σv² and limbs of Σv over hits.
+    products of Σv² and limbs of Σv over hits — all in canonical form (see :func:`canonical`).
 
     Equal confidences of a group form runs (the kernel's canonical order is
-    group, conf descending), so each distinct value is expanded into limbs
-    once and weighted by its count.  Each value of ``group`` and of ``cbin``
+    group, conf descending), so each distinct value is expanded once and
+    weighted by its count.  Each value of ``group`` and of ``cbin``
     (= group · 10 + bin) must form one contiguous run.
     """
     conf = np.asarray(conf, dtype=np.float64)
     hit = np.asarray(hit, dtype=bool)
     starts, counts = _runs(conf, group)
-    limbs = _limbs(fixed(conf[starts]))
-    weighted = limbs * counts[:, None]
-    cal = _run_sums(weighted, cbin[starts], n_groups * 10)
-    products = np.stack([limbs[:, i] * limbs[:, j] * counts for i, j in _PAIRS], axis=-1)
-    sq = _run_sums(products, group[starts], n_groups)
+    v = fixed(conf[starts])
     h_conf, h_group = conf[hit], group[hit]
     h_starts, h_counts = _runs(h_conf, h_group)
-    hit_limbs = _run_sums(_limbs(fixed(h_conf[h_starts])) * h_counts[:, None], h_group[h_starts], n_groups)
-    return cal, sq, hit_limbs
+    h_v = fixed(h_conf[h_starts])
+    if conf.size < _SHORT_MAX_PICKS and not (v & _SHORT_LOW).any():
+        cal, square, hits = _short_sums(v, counts, cbin[starts], group[starts], h_v, h_counts,
+                                        h_group[h_starts], n_groups)
+    else:
+        cal, square, hits = _limb_sums(v, counts, cbin[starts], group[starts], h_v, h_counts,
+                                       h_group[h_starts], n_groups)
+    return _limbs_of(cal), _digits_of(square), _limbs_of(hits)
+
+
+# A confidence written as float32 (as pickers write them) and >= 2**-10 has at
+# most 24 significant bits, so its v is a multiple of 2**29 and w = v >> 29 < 2**34
+# (about 34 bits): sums of w, and of the three 17-bit half products of w², fit
+# int64 for up to 2**28 picks without splitting v into four limbs.
+_SHORT_SHIFT = 29
+_SHORT_LOW = (1 << _SHORT_SHIFT) - 1
+_SHORT_MAX_PICKS = 1 << 28
+_HALF = 17
+
+
+def _short_sums(v, counts, cbin, group, h_v, h_counts, h_group, n_groups):
+    """Python-int totals (Σv per bin, Σv² per group, Σ_hit v per group) for short values."""
+    w = v >> _SHORT_SHIFT
+    a, b = w >> _HALF, w & ((1 << _HALF) - 1)
+    cal = _run_sums(w * counts, cbin, n_groups * 10).astype(object) << _SHORT_SHIFT
+    # w² = a²·2**34 + 2ab·2**17 + b²;  v² = w²·2**58.
+    aa = _run_sums(a * a * counts, group, n_groups).astype(object)
+    ab = _run_sums(a * b * counts, group, n_groups).astype(object)
+    bb = _run_sums(b * b * counts, group, n_groups).astype(object)
+    square = ((aa << (2 * _HALF)) + (ab << (_HALF + 1)) + bb) << (2 * _SHORT_SHIFT)
+    hits = _run_sums((h_v >> _SHORT_SHIFT) * h_counts, h_group, n_groups).astype(object) << _SHORT_SHIFT
+    return cal, square, hits
+
+
+def _limb_sums(v, counts, cbin, group, h_v, h_counts, h_group, n_groups):
+    """The same totals for any values: v in four 16-bit limbs, products of limbs summed in int64."""
+    limbs = _limbs(v)
+    cal = _as_int(_run_sums(limbs * counts[:, None], cbin, n_groups * 10))
+    products = np.stack([limbs[:, i] * limbs[:, j] * counts for i, j in _PAIRS], axis=-1)
+    square = _square_int(_run_sums(products, group, n_groups))
+    hits = _as_int(_run_sums(_limbs(h_v) * h_counts[:, None], h_group, n_groups))
+    return cal, square, hits
+
+
+def _limbs_of(total: np.ndarray) -> np.ndarray:
+    """Non-negative Python ints as canonical limb sums: three 16-bit limbs and the rest in the fourth."""
+    out = np.zeros(total.shape + (N_LIMBS,), dtype=np.int64)
+    for i in range(N_LIMBS - 1):
+        out[..., i] = ((total >> (LIMB_BITS * i)) & _MASK).astype(np.int64)
+    out[..., N_LIMBS - 1] = (total >> (LIMB_BITS * (N_LIMBS - 1))).astype(np.int64)
+    return out
+
+
+def _digits_of(total: np.ndarray) -> np.ndarray:
+    """Non-negative Python ints (Σv²) as canonical product sums: base-2**32 digits in the
+    diagonal products (i, i), whose weight is 2**(32 i); the other products zero."""
+    out = np.zeros(total.shape + (N_PRODUCTS,), dtype=np.int64)
+    for i in range(N_LIMBS):
+        k = _PAIRS.index((i, i))
+        digit = total >> (2 * LIMB_BITS * i)
+        if i < N_LIMBS - 1:
+            digit = digit & ((1 << (2 * LIMB_BITS)) - 1)
+        out[..., k] = digit.astype(np.int64)
+    return out
+
+
+def canonical(limb_sums: np.ndarray, square_sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Limb and product sums in canonical form: the same totals give the same integers.
+
+    Sums of several blocks' canonical forms represent the right totals but are
+    not canonical themselves; this makes a merged result equal, bit for bit,
+    to the result of the whole station.
+    """
+    return _limbs_of(_as_int(np.asarray(limb_sums))), _digits_of(_square_int(np.asarray(square_sums)))
 
 
 def _as_int(limb_sums: np.ndarray) -> np.ndarray:
@@ -93,6 +161,15 @@ def _as_int(limb_sums: np.ndarray) -> np.ndarray:
     for i in range(N_LIMBS):
         total = total + limb_sums[..., i].astype(object) * (1 << (LIMB_BITS * i))
     return total
+
+
+def _square_int(sq_sums: np.ndarray) -> np.ndarray:
+    """Σ_k product_k · weight_k as Python ints: the Σv² that product sums stand for."""
+    square = np.zeros(sq_sums.shape[:-1], dtype=object)
+    for k, (i, j) in enumerate(_PAIRS):
+        weight = (1 if i == j else 2) << (LIMB_BITS * (i + j))
+        square = square + sq_sums[..., k].astype(object) * weight
+    return square
 
 
 def conf_sum(limb_sums: np.ndarray) -> np.ndarray:
@@ -115,11 +192,7 @@ def brier_sum(sq_sums: np.ndarray, hit_limb_sums: np.ndarray, n_hits: np.ndarray
 
     In units of 2**-124: ``Σv² − 2**63 · Σ_hit v + n_hits · 2**124``.
     """
-    sq_sums = np.asarray(sq_sums)
-    square = np.zeros(sq_sums.shape[:-1], dtype=object)
-    for k, (i, j) in enumerate(_PAIRS):
-        weight = (1 if i == j else 2) << (LIMB_BITS * (i + j))
-        square = square + sq_sums[..., k].astype(object) * weight
+    square = _square_int(np.asarray(sq_sums))
     hit_sum = _as_int(np.asarray(hit_limb_sums))
     hits = np.asarray(n_hits).astype(object)
     numerator = square - hit_sum * (1 << (SCALE_BITS + 1)) + hits * (1 << (2 * SCALE_BITS))

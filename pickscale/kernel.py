@@ -257,6 +257,9 @@ def merge_results(parts: list[StationResult]) -> StationResult:
     order = np.lexsort((pairs["pair_conf"], pairs["pair_residual_ns"], pairs["pair_phase"], pairs["pair_model"]))
     out.update({name: values[order] for name, values in pairs.items()})
     shape = first.cal_conf.shape
+    # Sums of canonical forms are not canonical: make them so, as one block would have them.
+    out["cal_conf_limbs"], out["conf_sq_sums"] = exact.canonical(out["cal_conf_limbs"], out["conf_sq_sums"])
+    out["hit_conf_limbs"] = exact.canonical(out["hit_conf_limbs"], out["conf_sq_sums"])[0]
     n_hits = out["cal_hits"].sum(axis=-1)
     out["cal_conf"] = exact.conf_sum(out["cal_conf_limbs"].reshape(-1, exact.N_LIMBS)).reshape(shape)
     out["brier_sum"] = exact.brier_sum(

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .errors import InputError
 from .readers import ALIASES, COLUMNS, _key, normalise
 
-__all__ = ["hive_columns", "read_projected", "csv_to_parquet"]
+__all__ = ["hive_columns", "is_parquet", "read_projected", "row_group_ranges", "csv_to_parquet"]
 
 
 def hive_columns(path: str) -> dict[str, str]:
@@ -57,22 +57,48 @@ def _canonical(name: str, role: str) -> str | None:
     return next((c for c in COLUMNS[role] if k in {_key(a) for a in ALIASES[c]}), None)
 
 
-def read_projected(path: str, *, role: str) -> pd.DataFrame:
+def is_parquet(path: str) -> bool:
+    """True when the file starts with Parquet's magic bytes (whatever its extension)."""
+    import fsspec
+
+    try:
+        with fsspec.open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except (OSError, ValueError):
+        return False  # the reader says what is wrong with it
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
+
+
+def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None = None) -> pd.DataFrame:
     """One Parquet file with only the columns that matter, plus hive folder values.
 
-    A column of the file wins over a folder value for the same SPEC §1 name
-    (``trace_id`` in the file beats a ``station=`` folder).  If no
-    column matches at all, every column is read, so the normaliser's message
-    lists what the file really holds.
+    Text columns are read as dictionaries (pandas ``Categorical``): a station
+    name repeated a million times costs a million small integer codes, and
+    the normaliser then works on its few distinct values.  A column of the
+    file wins over a folder value for the same SPEC §1 name (``trace_id`` in
+    the file beats a ``station=`` folder).  If no column matches at all,
+    every column is read, so the normaliser's message lists what the file
+    really holds.  ``row_groups=(start, stop)`` reads only those row groups
+    (a part of a large file).
     """
     try:
         import fsspec
 
         with fsspec.open(path, "rb") as f:
-            schema = pq.read_schema(f)
+            pf = pq.ParquetFile(f)
+            schema = pf.schema_arrow
             columns = _wanted(schema.names, role) or None
-            f.seek(0)
-            table = pq.read_table(f, columns=columns)
+            wanted = set(columns or schema.names)
+            # By field, not by name: a file may hold two columns of one name (the normaliser says so).
+            text = list(dict.fromkeys(f.name for f in schema if f.name in wanted and _is_text(f.type)))
+            pf = pq.ParquetFile(f, read_dictionary=text)
+            if row_groups is None:
+                table = pf.read(columns=columns)
+            else:
+                table = pf.read_row_groups(range(*row_groups), columns=columns)
         # Inside the try: a date pandas cannot hold (year 1 or 3000) fails here, not in pyarrow.
         frame = table.to_pandas()
     except (OSError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
@@ -82,13 +108,38 @@ def read_projected(path: str, *, role: str) -> pd.DataFrame:
     for key, value in hive_columns(path).items():
         canonical = _canonical(key, role)
         if canonical is not None and canonical not in covered:
-            frame[key] = value
+            frame[key] = pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8), [value])
             covered.add(canonical)
     if len(frame) == 0:
         raise InputError(f"{path}: the Parquet file has no rows.")
     # The file's own columns, for a missing-column message that lists what is really there.
     frame.attrs.update(source=path, format="parquet", columns_in_file=list(schema.names))
     return frame
+
+
+def row_group_ranges(path: str, *, target_rows: int) -> list[tuple[tuple[int, int] | None, int]]:
+    """Split a Parquet file into runs of whole row groups of about ``target_rows`` rows.
+
+    Returns ``[(row_groups or None, first_row), ...]``: ``None`` (the whole
+    file) when it is small or has a single row group, which cannot be split.
+    """
+    import fsspec
+
+    try:
+        with fsspec.open(path, "rb") as f:
+            meta = pq.ParquetFile(f).metadata
+    except (OSError, ValueError, pa.ArrowException):
+        return [(None, 0)]  # the reader reports it
+    if meta.num_rows <= target_rows or meta.num_row_groups < 2:
+        return [(None, 0)]
+    out: list[tuple[tuple[int, int] | None, int]] = []
+    start, first, rows = 0, 0, 0
+    for i in range(meta.num_row_groups):
+        rows += meta.row_group(i).num_rows
+        if rows >= target_rows or i == meta.num_row_groups - 1:
+            out.append(((start, i + 1), first))
+            start, first, rows = i + 1, first + rows, 0
+    return out
 
 
 def csv_to_parquet(

@@ -15,8 +15,11 @@ on partitions:
 Row numbers in messages are spreadsheet row numbers: the header is row 1, the
 first data row is row 2 (``row_offset`` shifts them for later partitions).
 
-Everything here is vectorised: there is no Python loop over rows; phase names
-are mapped over their unique values.
+Everything here is vectorised: there is no Python loop over rows.  Text
+columns (dataset, model, station, phase) are normalised per distinct value and
+mapped back to rows through integer codes (a ``Categorical`` input's own codes),
+so that no per-row Python string is made; ``normalise(..., categorical=True)``
+keeps them as codes in its output too.
 """
 
 from __future__ import annotations
@@ -118,8 +121,10 @@ class Normalised:
     ----------
     frame
         Canonical columns only (:data:`COLUMNS` of the role): ``dataset``,
-        (``model``,) ``station``, ``phase`` as object columns of Python ``str``;
-        ``time`` int64 ns since 1970 UTC; (``conf`` float64).  Index 0..n-1.
+        (``model``,) ``station``, ``phase`` as object columns of Python ``str``
+        (pandas ``Categorical`` with sorted categories when :func:`normalise`
+        was asked for ``categorical=True``); ``time`` int64 ns since 1970 UTC;
+        (``conf`` float64).  Index 0..n-1.
     role
         ``"reference"`` or ``"picks"``.
     source
@@ -670,19 +675,193 @@ def parse_phase(col: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, dic
     array (``None`` where not P/S-like), ``valid`` False for empty phases,
     ``keep`` True for P/S-like phases, counts of dropped rows per original
     (stripped) name, and the mapping used for the names kept.
+
+    Examples
+    --------
+    >>> phase, ok, keep, dropped, used = parse_phase(pd.Series(["Pg", " PKP", None, "PKP"]))
+    >>> phase.tolist(), ok.tolist(), keep.tolist(), dropped, used
+    (['P', None, None, None], [True, True, False, True], [True, False, False, False], {'PKP': 2}, {'Pg': 'P'})
     """
+    phase, dropped, used = _phase_column(col)
+    values = np.append(phase.values, None).take(phase.codes)  # code -1 picks the trailing None
+    return values, phase.valid_rows(), phase.kept_rows(), dropped, used
+
+
+# ---- text columns, per distinct value ---------------------------------------- #
+#
+# A text column of a million rows usually holds a few hundred distinct values
+# (stations, models, one dataset, a handful of phase names).  The parsers above
+# run on those distinct values only and rows refer to them by integer codes, so
+# that no per-row Python string is ever made (the per-row cost is a few numpy
+# takes over small integer codes).
+
+
+@dataclass
+class _Text:
+    """A text column normalised per distinct value.
+
+    Attributes
+    ----------
+    codes
+        Per row: index into ``values``; -1 for a missing value.
+    values
+        Object array: the normalised ``str`` of each distinct raw value
+        (``None`` for a phase that is not P- or S-like).
+    valid
+        Per distinct value: False when it normalises to an invalid (empty) value.
+    keep
+        Per distinct value: False for a phase that is not P- or S-like (rows
+        dropped before validation); all True for other columns.
+    """
+
+    codes: np.ndarray
+    values: np.ndarray
+    valid: np.ndarray
+    keep: np.ndarray
+
+    def valid_rows(self) -> np.ndarray:
+        """Per row: the value is present and valid."""
+        return _per_row(self.valid, self.codes)
+
+    def kept_rows(self) -> np.ndarray:
+        """Per row: the value is present and not dropped."""
+        return _per_row(self.keep, self.codes)
+
+    def column(self, rows: np.ndarray, categorical: bool) -> pd.Series:
+        """The normalised values of ``rows`` (which must all be valid and kept).
+
+        An object column of ``str`` or, with ``categorical``, a ``Categorical``
+        (see :func:`_categorical`).
+        """
+        # Usually every row is kept: then the codes need no take.  (No -1 among
+        # them: the rows are valid.)
+        codes = self.codes if len(rows) == len(self.codes) else self.codes.take(rows)
+        if categorical:
+            return pd.Series(_categorical(codes, self.values), copy=False)
+        return pd.Series(self.values.take(codes), dtype=object, copy=False)
+
+
+def _per_row(flags: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Per row: the flag of its distinct value; False for a missing value (code -1)."""
+    if flags.all():
+        return codes >= 0  # a comparison is cheaper than a take
+    return np.append(flags, False).take(codes)  # code -1 picks the trailing False
+
+
+def _row_counts(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Rows per distinct value (missing rows, code -1, not counted)."""
+    return np.bincount(codes.astype(np.intp) + 1, minlength=n_values + 1)[1:]
+
+
+def _code_dtype(n_categories: int) -> np.dtype:
+    """The smallest signed integer type that holds codes -1..n-1 (as pandas' own categoricals do)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_categories < np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def _categorical(codes: np.ndarray, values: np.ndarray) -> pd.Categorical:
+    """A ``Categorical`` of ``values[codes]`` built from the codes, without per-row strings.
+
+    ``codes`` must not hold -1.  The categories are the distinct strings among
+    the values used, sorted (as ``astype("category")`` sorts them): distinct
+    raw values that normalise to the same string (``" A"``, ``"A."``, ``"A"``)
+    become one category.  The result owns its codes (``codes`` may be a view
+    of the caller's input, which must not change with the output).
+    """
+    used = np.bincount(codes, minlength=len(values)) > 0
+    # Sorted as Python str (code points); not as numpy "U" strings, which lose trailing NULs.
+    categories, inverse = np.unique(values[used], return_inverse=True)
+    table = np.full(len(values), -1, dtype=_code_dtype(len(categories)))
+    table[used] = inverse.reshape(-1)
+    if codes.dtype == table.dtype and np.array_equal(table, np.arange(len(values))):
+        new_codes = codes.copy()  # already sorted, distinct and all used: a copy beats a take
+    else:
+        new_codes = table.take(codes)
+    dtype = pd.CategoricalDtype(pd.Index(categories, dtype="str"))
+    # validate=False: the codes index the categories by construction (no pass over them).
+    return pd.Categorical.from_codes(new_codes, dtype=dtype, validate=False)
+
+
+def _distinct(col: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """Per-row codes (-1 = missing) into the distinct values of ``col``, and those values.
+
+    The distinct values keep the dtype of ``col`` (a ``Categorical`` gives a
+    ``Categorical`` of its categories), so that :func:`_as_text` converts each
+    of them exactly as it would convert the rows holding it.  A
+    ``Categorical`` costs nothing: its codes are used as they are.
+
+    Examples
+    --------
+    >>> codes, values = _distinct(pd.Series(["B", None, "A", "B"]))
+    >>> codes.tolist(), values.tolist()
+    ([0, -1, 1, 0], ['B', 'A'])
+    """
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        everything = pd.Categorical.from_codes(np.arange(len(dtype.categories)), dtype=dtype)
+        return col.cat.codes.to_numpy(), pd.Series(everything)
+    if dtype == object:
+        try:
+            codes, uniques = pd.factorize(col)
+        except TypeError:  # unhashable objects (lists, dicts)
+            pass
+        else:
+            # Objects other than str may hash equal when their text differs (1 == 1.0 == True).
+            if pd.api.types.infer_dtype(uniques, skipna=False) in ("string", "empty"):
+                return codes, pd.Series(uniques, copy=False)
+    elif dtype.kind in "iub" or pd.api.types.is_string_dtype(dtype):
+        codes, uniques = pd.factorize(col)
+        return codes, pd.Series(uniques, copy=False)
+    # Mixed objects, floats (0.0 == -0.0), datetimes...: keyed by their text, made per row.
     text, missing = _as_text(col)
-    codes, uniques = pd.factorize(text.fillna(""))
-    mapped = np.array([map_phase(u) for u in uniques] + [None], dtype=object)
-    phase = mapped[codes]  # code -1 (missing) picks the trailing None
-    keep_u = np.array([m is not None for m in mapped[:-1]], dtype=bool)
-    keep = np.append(keep_u, False)[codes]
+    codes, uniques = pd.factorize(text.mask(missing))
+    return codes, pd.Series(uniques, copy=False)
+
+
+def _label_column(col: pd.Series) -> _Text:
+    """A dataset or model column per distinct value (see :func:`parse_label`)."""
+    codes, distinct = _distinct(col)
+    values, valid = parse_label(distinct)
+    return _Text(codes, values, valid, np.ones(len(values), dtype=bool))
+
+
+def _default_column(value: str, n: int) -> _Text:
+    """An absent optional column: ``value`` on every row."""
+    one = np.ones(1, dtype=bool)
+    return _Text(np.zeros(n, dtype=np.int8), np.array([value], dtype=object), one, one)
+
+
+def _station_column(col: pd.Series) -> _Text:
+    """A station column per distinct value (see :func:`parse_station`)."""
+    codes, distinct = _distinct(col)
+    values, valid = parse_station(distinct)
+    return _Text(codes, values, valid, np.ones(len(values), dtype=bool))
+
+
+def _phase_column(col: pd.Series) -> tuple[_Text, dict[str, int], dict[str, str]]:
+    """A phase column per distinct value, and what :func:`parse_phase` reports.
+
+    Returns ``(phase, dropped, used)``: ``phase.values`` holds ``"P"``/``"S"``
+    (``None`` where not P/S-like), ``phase.valid`` is False for empty phases
+    and ``phase.keep`` True for P/S-like ones; ``dropped`` counts the rows of
+    each (stripped) name not P/S-like, ``used`` maps each name kept (on at
+    least one row) to ``"P"``/``"S"``.  Distinct raw values with the same
+    stripped name (``" Sn "``, ``"Sn"``) add up under that name.
+    """
+    codes, distinct = _distinct(col)
+    text, missing = _as_text(distinct)
+    names = _to_object(text.fillna(""))
+    mapped = np.array([map_phase(name) for name in names], dtype=object)
+    keep = np.array([m is not None for m in mapped], dtype=bool)
     valid = ~missing
-    counts = np.bincount(codes[valid & ~keep], minlength=len(uniques))
-    dropped = {str(uniques[i]): int(counts[i]) for i in np.flatnonzero(counts)}
-    kept_counts = np.bincount(codes[keep], minlength=len(uniques))
-    used = {str(uniques[i]): str(mapped[i]) for i in np.flatnonzero(kept_counts)}
-    return phase, valid, keep, dropped, used
+    rows_of = _row_counts(codes, len(names))
+    dropped: dict[str, int] = {}
+    for i in np.flatnonzero(valid & ~keep & (rows_of > 0)):
+        dropped[str(names[i])] = dropped.get(str(names[i]), 0) + int(rows_of[i])
+    used = {str(names[i]): str(mapped[i]) for i in np.flatnonzero(keep & (rows_of > 0))}
+    return _Text(codes, mapped, valid, keep), dropped, used
 
 
 # ---- times ------------------------------------------------------------------ #
@@ -698,17 +877,22 @@ def _datetimes_to_ns(dt: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     Values outside the int64 ns range (before 1677 or after 2262) are invalid
     rather than an OverflowError, so they are reported with their row.
     """
-    if dt.dt.tz is not None:  # .dt.tz also covers pyarrow timestamp columns
-        dt = dt.dt.tz_convert("UTC").dt.tz_localize(None)
     if isinstance(dt.dtype, pd.ArrowDtype):
+        if dt.dt.tz is not None:
+            dt = dt.dt.tz_convert("UTC").dt.tz_localize(None)
         dt = dt.astype(f"datetime64[{dt.dtype.pyarrow_dtype.unit}]")
-    unit = np.datetime_data(dt.dtype)[0]
+    # An aware numpy-backed column already stores UTC instants: to_numpy(datetime64)
+    # returns them as they are (no tz_convert/tz_localize pass, no copy).
+    unit = dt.dtype.unit if isinstance(dt.dtype, pd.DatetimeTZDtype) else np.datetime_data(dt.dtype)[0]
     values = dt.to_numpy(dtype=f"datetime64[{unit}]").view(np.int64)
     factor = _UNIT_NS[unit]
-    nat = np.iinfo(np.int64).min
-    valid = (values != nat) & (np.abs(np.where(values == nat, 0, values)) <= _I64_MAX // factor - 1)
-    ns = np.where(valid, values, 0) * factor
-    return ns.astype(np.int64), valid
+    # |value| within the bound; NaT (the smallest int64) lies below -bound.
+    bound = _I64_MAX // factor - 1
+    valid = (values >= -bound) & (values <= bound)
+    ns = np.where(valid, values, 0)
+    if factor != 1:
+        ns *= factor
+    return ns, valid
 
 
 def _float_seconds_to_ns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1002,6 +1186,14 @@ def _describe_invalid(
 # normalise
 # --------------------------------------------------------------------------- #
 
+def _take_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` as a new array (``values`` may be a view of the input frame).
+
+    When every row is kept (the usual case) a copy is cheaper than a take.
+    """
+    return values.copy() if len(rows) == len(values) else values.take(rows)
+
+
 def normalise(
     raw: pd.DataFrame,
     *,
@@ -1009,6 +1201,7 @@ def normalise(
     source: str,
     drop_invalid: bool = False,
     row_offset: int = 0,
+    categorical: bool = False,
 ) -> Normalised:
     """Map aliases, parse and validate one raw table (SPEC §1).
 
@@ -1025,6 +1218,13 @@ def normalise(
     row_offset
         Data rows of the same file before this frame, so that row numbers in
         messages are those of the file.
+    categorical
+        Return the text columns (``dataset``, ``model``, ``station``,
+        ``phase``) as pandas ``Categorical`` instead of object columns of
+        ``str``: built from integer codes, so that no per-row Python string is
+        made.  The categories are the distinct normalised strings of the rows
+        kept, **sorted** (as ``astype("category")`` sorts them, ``str`` dtype);
+        the values equal those of ``categorical=False`` row for row.
 
     Returns
     -------
@@ -1052,6 +1252,12 @@ def normalise(
     white space and trailing '.' removed.  Dataset/model names: surrounding white space
     removed; an empty one is invalid.  An ``event`` column is never a dataset.
 
+    Text columns are normalised per distinct value, not per row: a pandas
+    ``Categorical`` input (e.g. Parquet read with pyarrow's
+    ``read_dictionary``) is used through its codes and categories, any other
+    column is factorized first.  Distinct raw values that normalise to the
+    same string (``" A"``, ``"A."``, ``"A"``) give the same output value.
+
     Examples
     --------
     >>> raw = pd.DataFrame({"station_id": ["CI.CLC."], "phase_type": ["Pg"],
@@ -1062,6 +1268,8 @@ def normalise(
     ('all', 'model', 'CI.CLC', 'P', 1577836800500000000, 0.9)
     >>> n.columns["time"]
     'phase_time'
+    >>> normalise(raw, role="picks", source="picks.csv", categorical=True).frame["station"].dtype
+    CategoricalDtype(categories=['CI.CLC'], ordered=False, categories_dtype=str)
     """
     if role not in COLUMNS:
         raise ValueError(f"role must be 'reference' or 'picks', not {role!r}")
@@ -1076,23 +1284,26 @@ def normalise(
                 raw, copied = raw.copy(deep=False), True
             raw[name] = safe
 
-    phase, phase_ok, keep, dropped, mapped = parse_phase(raw[columns["phase"]])
+    phase, dropped, mapped = _phase_column(raw[columns["phase"]])
+    keep = phase.kept_rows()
+    phase_ok = phase.valid_rows()
     # Rows of other phases leave first: a bulletin's PKP rows are not validated.
     considered = keep | ~phase_ok
 
-    out: dict[str, Any] = {}
+    texts: dict[str, _Text] = {}
+    out: dict[str, np.ndarray] = {}
     problems: dict[str, np.ndarray] = {}
     for label in ("dataset", "model"):
         if label not in COLUMNS[role]:
             continue
         if columns[label] is None:
-            out[label] = np.full(n, DEFAULTS[label], dtype=object)
+            texts[label] = _default_column(DEFAULTS[label], n)
         else:
-            out[label], ok = parse_label(raw[columns[label]])
-            problems[label] = ~ok & considered
-    out["station"], ok = parse_station(raw[columns["station"]])
-    problems["station"] = ~ok & considered
-    out["phase"] = phase
+            texts[label] = _label_column(raw[columns[label]])
+            problems[label] = ~texts[label].valid_rows() & considered
+    texts["station"] = _station_column(raw[columns["station"]])
+    problems["station"] = ~texts["station"].valid_rows() & considered
+    texts["phase"] = phase
     problems["phase"] = ~phase_ok
     out["time"], ok = parse_time(raw[columns["time"]])
     problems["time"] = ~ok & considered
@@ -1119,13 +1330,10 @@ def normalise(
 
     rows = np.flatnonzero(keep & ~invalid)
     frame = pd.DataFrame({
-        name: pd.Series(out[name][rows], dtype=(object if name not in ("time", "conf")
-                                                  else out[name].dtype))
+        name: (texts[name].column(rows, categorical) if name in texts
+               else pd.Series(_take_rows(out[name], rows), copy=False))
         for name in COLUMNS[role]
-    })
-    frame["time"] = frame["time"].astype(np.int64)
-    if "conf" in frame:
-        frame["conf"] = frame["conf"].astype(np.float64)
+    }, copy=False)
     _attach_report(frame, n, n_invalid, dropped)
     used = {c for c in columns.values() if c is not None}
     return Normalised(

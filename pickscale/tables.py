@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from .metrics import detection
 from .metrics.timing import TIMING_NAMES
 from .options import Options
-from .results import metric_name
+
+if TYPE_CHECKING:  # xarray is imported on use: `import pickscale` stays light for Dask workers
+    import xarray as xr
 
 __all__ = ["tables", "write_tables", "format_table", "TABLE_NAMES", "PRINTED"]
 
@@ -37,6 +38,8 @@ def _options(ds: xr.Dataset) -> Options:
 
 def _frame(ds: xr.Dataset, names: list[str], keys: list[str], present: xr.DataArray) -> pd.DataFrame:
     """Long table of ``names`` over the dims ``keys``, rows where ``present``."""
+    import xarray as xr
+
     sub = xr.Dataset({n: ds[n] for n in names})
     sub["_present"] = present
     sub = sub.transpose(*keys)
@@ -56,6 +59,8 @@ def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def _totals(ds: xr.Dataset) -> xr.Dataset:
+    import xarray as xr
+
     out = xr.Dataset({k: ds[k].sum("station") for k in ("emitted", "matched", "duplicates", "swapped")})
     out["n_reference"] = ds["n_reference"].sum("station")
     return out
@@ -72,6 +77,10 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     >>> t["detection"].columns[:4].tolist()  # doctest: +SKIP
     ['dataset', 'phase', 'model', 'n_reference']
     """
+    import xarray as xr
+
+    from .results import metric_name
+
     options = _options(ds)
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     # A store opens lazily; the tables need neither the residual pairs nor the fine curve, so load the rest.
@@ -147,6 +156,8 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _phase_quality(ds: xr.Dataset, tot: xr.Dataset, present: xr.DataArray) -> pd.DataFrame:
+    import xarray as xr
+
     n_ref = tot["n_reference"].broadcast_like(present)
     both_dup = tot["duplicates"].sum("phase")
     both_matched = tot["matched"].sum("phase")

@@ -41,6 +41,9 @@ class UnitPlan:
         skey → the station's cut times (int64 ns), for stations split in blocks.
     unit_station, unit_part
         Per unit: its station key and its partition.
+    unit_rank, unit_of_rank, part_rank_bounds
+        Units numbered in (partition, unit) order, the inverse, and where each
+        partition's numbers start (derived).
     """
 
     stations: pd.DataFrame
@@ -48,6 +51,14 @@ class UnitPlan:
     cuts: dict[int, np.ndarray]
     unit_station: np.ndarray
     unit_part: np.ndarray
+
+    def __post_init__(self) -> None:
+        # Units numbered in (partition, unit) order, so that one integer sort groups a
+        # part's picks by partition and, within it, by unit.
+        self.unit_of_rank = np.lexsort((np.arange(self.unit_part.size), self.unit_part))
+        self.unit_rank = np.empty_like(self.unit_of_rank)
+        self.unit_rank[self.unit_of_rank] = np.arange(self.unit_of_rank.size)
+        self.part_rank_bounds = np.searchsorted(self.unit_part[self.unit_of_rank], np.arange(self.n_parts + 1))
 
     @property
     def n_parts(self) -> int:

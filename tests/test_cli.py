@@ -306,3 +306,26 @@ def test_demo_facts(tmp_path, capsys):
         assert f"  - {ph}: liberal has the highest recall at the shared threshold" in tail
     assert "built in: 0.150 s" in tail and "at the matched budget the three recalls agree" in tail
     assert all(title in stdout for title in TITLES) and LB_NOTE in stdout
+
+
+@pytest.mark.cluster
+def test_block_picks_changes_no_number(cat, tmp_path, capsys, scheduler):
+    ref_path, picks_path = write_inputs(cat, tmp_path / "in")
+    code, _, err = run(score_argv(ref_path, picks_path, tmp_path / "whole", scheduler, "--quiet"), capsys)
+    assert code == 0, err
+    # Tiny blocks: every busy station is cut wherever a quiet gap allows.
+    code, _, err = run(score_argv(ref_path, picks_path, tmp_path / "blocks", scheduler, "--quiet",
+                                  "--block-picks", "5"), capsys)
+    assert code == 0, err
+    read = lambda d: {n: (tmp_path / d / f"{n}.csv").read_bytes() for n in TABLE_NAMES}  # noqa: E731
+    assert_same_csv(read("blocks"), read("whole"))
+    # The same from a study file; a bad value is a usage error before anything is written.
+    study = tmp_path / "study.toml"
+    study.write_text(f'reference = "{ref_path}"\npicks = "{picks_path}"\n[cluster]\nblock_picks = 7\n')
+    code, _, err = run(["score", "--config", study, "--out", tmp_path / "toml", "--scheduler", scheduler,
+                        "--quiet"], capsys)
+    assert code == 0, err
+    assert_same_csv(read("toml"), read("whole"))
+    code, _, err = run(score_argv(ref_path, picks_path, tmp_path / "bad", scheduler, "--block-picks", "0"), capsys)
+    assert code == 2 and "--block-picks must be a whole number >= 1" in err and "Traceback" not in err
+    assert_nothing_written(tmp_path / "bad")

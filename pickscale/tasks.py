@@ -1,0 +1,285 @@
+"""What runs on the workers: read a part, summarise it, split it by work partition, score a partition.
+
+The engine (:mod:`pickscale.engine`) builds a graph of these functions; this
+module imports only numpy, pandas, pyarrow and the kernel, so a worker process
+starts working without loading xarray or dask.dataframe.
+
+Between the stages, picks never exist as rows of Python strings: a part is a
+few numpy arrays (about 15 bytes a pick) and a small table of the distinct
+(dataset, station, model) it holds.  That is what makes reading and moving
+10^8 picks cost little more than reading the Parquet files.
+
+Flow (chunk → combine → finalize)::
+
+    read_part(file or frame)  -> PickPart   (kept on its worker)
+    outline(PickPart)         -> PickPart without arrays (to the client: SPEC §2 scope, work plan)
+    split_part(PickPart, plan)-> one Piece per work partition
+    score_partition(pieces)   -> additive StationResults (to the client)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .kernel import StationResult, score_station
+from .options import PHASES, Options
+from .readers import Normalised, normalise
+
+__all__ = ["PickPart", "Piece", "Failure", "read_part", "read_frame", "outline", "split_part",
+           "score_partition"]
+
+_PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
+
+
+@dataclass
+class Failure:
+    """An input error raised on a worker, returned as a value.
+
+    Returning it (instead of raising) keeps the client's ``retries`` for
+    lost workers: a bad file would otherwise be read again three times.
+    """
+
+    message: str
+
+
+@dataclass
+class PickPart:
+    """The picks of one file (or row groups of it, or one frame partition), normalised and encoded.
+
+    Attributes
+    ----------
+    report
+        What normalising did (its ``frame`` is empty).
+    combos
+        One row per distinct (dataset, station, model) among the picks at or
+        above the floor: ``dataset, station, model, n_picks, t_min, t_max``
+        (strings as Python ``str``).  This is the part's SPEC §2 summary.
+    below_floor
+        Dataset -> picks below the floor (they take part in nothing).
+    combo, phase, time, conf
+        Per pick at or above the floor: its row of ``combos`` (int16, or int32 past 32,767 rows), phase
+        code (int8, 0 = P), time (int64 ns) and confidence (float32 when every
+        value is exactly a float32 — as a picker writes them — else float64).
+    """
+
+    report: Normalised
+    combos: pd.DataFrame
+    below_floor: dict[str, int]
+    combo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    phase: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    time: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+
+
+@dataclass
+class Piece:
+    """The picks of one part that belong to one work partition, as integer codes, sorted by unit.
+
+    Rows of unit ``units[i]`` are the ``counts[i]`` rows after those of the
+    units before it; so a pick costs 13–15 bytes here (no per-row unit).
+    """
+
+    units: np.ndarray  # int64: the work units present, ascending
+    counts: np.ndarray  # int64: rows per unit
+    group: np.ndarray  # int8 or int16: model index * 2 + phase code
+    time: np.ndarray  # int64 ns
+    conf: np.ndarray  # float32 or float64
+
+    def __len__(self) -> int:
+        return int(self.time.size)
+
+
+# --------------------------------------------------------------------- reading
+
+def read_part(path: str, *, drop_invalid: bool, floor: float,
+              row_groups: tuple[int, int] | None = None, row_offset: int = 0) -> PickPart | Failure:
+    """Read, normalise and encode one picks file (or a range of its row groups)."""
+    from .parquet import is_parquet, read_projected
+    from .readers import read_raw
+
+    try:
+        if is_parquet(path):
+            raw = read_projected(path, role="picks", row_groups=row_groups)
+        else:
+            raw = read_raw(path)
+        return encode_picks(normalise(raw, role="picks", source=path, drop_invalid=drop_invalid,
+                                      row_offset=row_offset, categorical=True), floor)
+    except InputError as exc:
+        return Failure(str(exc))
+
+
+def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float,
+               row_offset: int = 0) -> PickPart | Failure:
+    """Normalise and encode picks given as a pandas DataFrame (or one partition of a Dask one)."""
+    try:
+        return encode_picks(normalise(frame, role="picks", source=source, drop_invalid=drop_invalid,
+                                      row_offset=row_offset, categorical=True), floor)
+    except InputError as exc:
+        return Failure(str(exc))
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, categories as an object array of str) of a text column."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype("category")
+    cats = np.asarray(column.cat.categories.astype(object), dtype=object)
+    return column.cat.codes.to_numpy(), cats
+
+
+def encode_picks(part: Normalised, floor: float) -> PickPart:
+    """Picks at or above the floor as (combo, phase, time, conf) arrays and their summary."""
+    frame = part.frame
+    # A copy: an empty slice is a view that would keep the whole frame's memory alive.
+    report = dataclasses.replace(part, frame=frame.iloc[:0].copy())
+    conf = frame["conf"].to_numpy(np.float64)
+    above = conf >= floor
+    d_codes, d_names = _codes(frame["dataset"])
+    s_codes, s_names = _codes(frame["station"])
+    m_codes, m_names = _codes(frame["model"])
+    p_codes, p_names = _codes(frame["phase"])
+    below = np.bincount(d_codes[~above].astype(np.int64), minlength=d_names.size)
+    below_floor = {str(d_names[i]): int(below[i]) for i in np.flatnonzero(below)}
+
+    conf = conf[above]
+    time_ns = frame["time"].to_numpy(np.int64)[above]
+    phase_of_cat = np.array([_PHASE_CODE[str(p)] for p in p_names], dtype=np.int8)
+    phase = phase_of_cat[p_codes[above]]
+    # One integer per (dataset, station, model), then its distinct values in sorted order.
+    key = ((d_codes[above].astype(np.int64) * s_names.size + s_codes[above]) * m_names.size
+           + m_codes[above])
+    distinct, combo = _dense(key, d_names.size * s_names.size * m_names.size)
+    n = distinct.size
+    m_of, rest = (distinct % m_names.size, distinct // m_names.size) if n else (distinct, distinct)
+    s_of, d_of = (rest % s_names.size, rest // s_names.size) if n else (rest, rest)
+    n_picks = np.bincount(combo, minlength=n).astype(np.int64)
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, combo, time_ns)
+    np.maximum.at(t_max, combo, time_ns)
+    combos = pd.DataFrame({
+        "dataset": d_names[d_of] if n else np.zeros(0, object),
+        "station": s_names[s_of] if n else np.zeros(0, object),
+        "model": m_names[m_of] if n else np.zeros(0, object),  # (empty: no category to index)
+        "n_picks": n_picks, "t_min": t_min, "t_max": t_max,
+    })
+    as32 = conf.astype(np.float32)
+    if np.array_equal(as32.astype(np.float64), conf):
+        conf = as32  # exact: the kernel widens it back to the same float64
+    return PickPart(report=report, combos=combos, below_floor=below_floor,
+                    combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32), phase=phase,
+                    time=time_ns, conf=conf)
+
+
+def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, each row's index among them), by counting when the key space is small."""
+    if space <= max(4 * key.size, 1 << 16):
+        present = np.bincount(key, minlength=space) > 0
+        distinct = np.flatnonzero(present)
+        index = np.cumsum(present) - 1
+        return distinct, index[key]
+    distinct, inverse = np.unique(key, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def outline(part: PickPart | Failure) -> PickPart | Failure:
+    """The part without its arrays: what the client needs to decide the scope and the plan."""
+    if isinstance(part, Failure):
+        return part
+    return dataclasses.replace(part, combo=part.combo[:0], phase=part.phase[:0], time=part.time[:0],
+                               conf=part.conf[:0])
+
+
+# ------------------------------------------------------------------- splitting
+
+def split_part(part: PickPart, plan: Any) -> tuple[Piece, ...]:
+    """Cut one part into one :class:`Piece` per work partition (picks of unscored stations dropped).
+
+    ``plan`` is a :class:`pickscale.units.UnitPlan`.
+    """
+    combos = part.combos[["dataset", "station", "model"]]
+    codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
+    skey_of = codes["skey"].to_numpy(np.float64)
+    mcode_of = codes["mcode"].to_numpy(np.float64)
+    scored = ~np.isnan(skey_of)
+    keep = scored[part.combo]
+    combo = part.combo[keep]
+    unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[keep])
+    # One sort by (partition, unit): units are numbered so that this is one integer key.
+    rank = plan.unit_rank[unit]
+    order = np.argsort(rank)
+    rank = rank[order]
+    n_models = int(np.nanmax(mcode_of)) + 1 if scored.any() else 1
+    group_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
+    dtype = np.int8 if n_models * 2 <= np.iinfo(np.int8).max else np.int16
+    rows = np.flatnonzero(keep)[order]
+    group = (group_of[part.combo[rows]] + part.phase[rows]).astype(dtype)
+    time_ns = part.time[rows]
+    conf = part.conf[rows]
+    bounds = np.searchsorted(rank, plan.part_rank_bounds)
+    pieces = []
+    for i in range(plan.n_parts):  # one step per partition, not per pick
+        lo, hi = bounds[i], bounds[i + 1]
+        ranks, counts = np.unique(rank[lo:hi], return_counts=True)
+        pieces.append(Piece(units=plan.unit_of_rank[ranks], counts=counts.astype(np.int64),
+                            group=group[lo:hi].copy(), time=time_ns[lo:hi].copy(), conf=conf[lo:hi].copy()))
+    return tuple(pieces)
+
+
+# --------------------------------------------------------------------- scoring
+
+def score_partition(number: int, reference: dict[str, np.ndarray], plan: Any, options: Options,
+                    *pieces: Piece) -> dict[str, Any]:
+    """Score the work units (station time blocks) of one partition; return additive results only.
+
+    ``reference`` holds this partition's arrivals as ``unit``, ``phase`` and
+    ``time`` arrays.  The fine curve is summed per dataset here rather than
+    shipped per unit.
+    """
+    units = np.flatnonzero(plan.unit_part == number)
+    pieces = tuple(p for p in pieces if len(p))
+    if pieces:
+        unit = np.concatenate([np.repeat(p.units, p.counts) for p in pieces])
+        order = np.argsort(unit, kind="stable")
+        p_unit = unit[order]
+        del unit
+        p_group = np.concatenate([p.group for p in pieces]).astype(np.int64)[order]
+        p_time = np.concatenate([p.time for p in pieces])[order]
+        p_conf = np.concatenate([p.conf.astype(np.float64, copy=False) for p in pieces])[order]
+    else:
+        p_unit = p_group = p_time = np.zeros(0, np.int64)
+        p_conf = np.zeros(0, np.float64)
+    p_model, p_phase = p_group >> 1, p_group & 1
+    del p_group
+    r_order = np.argsort(reference["unit"], kind="stable")
+    r_unit = reference["unit"][r_order]
+    r_phase = reference["phase"][r_order]
+    r_time = reference["time"][r_order]
+    n_models = plan.stations["n_models"].to_numpy(np.int64)
+    dataset_of = plan.stations["dcode"].to_numpy(np.int64)
+
+    results: list[tuple[int, StationResult]] = []
+    fine: dict[int, list[np.ndarray]] = {}
+    for u in units:  # one step per work unit
+        plo, phi = np.searchsorted(p_unit, [u, u + 1])
+        rlo, rhi = np.searchsorted(r_unit, [u, u + 1])
+        key = int(plan.unit_station[u])
+        result = score_station(
+            r_phase[rlo:rhi], r_time[rlo:rhi],
+            p_model[plo:phi], p_phase[plo:phi], p_time[plo:phi], p_conf[plo:phi],
+            n_models=int(n_models[key]), options=options,
+        )
+        d = int(dataset_of[key])
+        if d in fine:
+            fine[d][0] += result.fine_emitted
+            fine[d][1] += result.fine_matched
+        else:
+            fine[d] = [result.fine_emitted.copy(), result.fine_matched.copy()]
+        result.fine_emitted = result.fine_matched = np.zeros(0, dtype=np.int64)
+        results.append((key, result))
+    return {"stations": results, "fine": fine}

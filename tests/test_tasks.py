@@ -1,0 +1,114 @@
+"""The worker side of the engine (pickscale.tasks): encoding, row-group reads, failures, lean workers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pickscale
+from pickscale import engine
+from pickscale.errors import InputError
+from pickscale.readers import normalise
+from pickscale.scope import summarise_picks
+from pickscale.tables import to_csv_bytes
+from pickscale.tasks import Failure, encode_picks, read_part
+
+from conftest_engine import start_cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "paired_windows"
+
+
+def _picks_frame(n: int = 400, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "dataset": rng.choice(["A", "B "], n),
+        "model": rng.choice(["m1", "m2", "m3"], n),
+        "station": rng.choice(["XX.S1", "XX.S2.", " XX.S3"], n),
+        "phase": rng.choice(["P", "Sg", "PKP"], n),
+        "time": pd.to_datetime(1_600_000_000_000_000_000 + rng.integers(0, 10**12, n), utc=True),
+        "conf": rng.choice([0.01, 0.05, 0.3, 0.5, 0.9, 1.0], n).astype(np.float32),
+    })
+
+
+def test_encoded_part_summarises_like_the_rows():
+    norm = normalise(_picks_frame(), role="picks", source="p", categorical=True)
+    part = encode_picks(norm, 0.02)
+    rows = norm.frame
+    above = rows[rows["conf"] >= 0.02]
+    want = summarise_picks(above.astype({c: object for c in ("dataset", "station", "model")}))
+    got = part.combos.sort_values(["dataset", "station", "model"]).reset_index(drop=True)
+    assert got[want.columns].astype(object).values.tolist() == want.astype(object).values.tolist()
+    # Each row's combo is its own (dataset, station, model).
+    combo = part.combos.iloc[part.combo]
+    assert combo["station"].tolist() == above["station"].astype(object).tolist()
+    assert combo["model"].tolist() == above["model"].astype(object).tolist()
+    assert part.below_floor == {k: int(v) for k, v in rows[rows["conf"] < 0.02]["dataset"].value_counts().items()}
+    # float32 confidences are kept as float32 (exactly), others as float64.
+    assert part.conf.dtype == np.float32
+    assert part.conf.astype(np.float64).tolist() == above["conf"].tolist()
+    frame = _picks_frame()
+    frame["conf"] = frame["conf"].astype(np.float64) + 1e-12 * (frame["conf"] < 1)
+    assert encode_picks(normalise(frame, role="picks", source="p", categorical=True), 0.02).conf.dtype == np.float64
+
+
+def test_a_bad_file_comes_back_as_a_value_not_an_exception(tmp_path):
+    bad = tmp_path / "picks.csv"
+    bad.write_text("station,phase,time,conf\nXX.A,P,2020-01-01T00:00:00Z,1.5\n")
+    out = read_part(str(bad), drop_invalid=False, floor=0.02)
+    assert isinstance(out, Failure) and "conf" in out.message and "row 2" in out.message
+    with pytest.raises(InputError, match="row 2"):
+        pickscale.score(str(DATA / "reference.csv"), str(bad))
+
+
+def _row_group_file(path: Path, frame: pd.DataFrame, rows_per_group: int) -> None:
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=rows_per_group)
+
+
+def test_large_files_are_read_as_runs_of_row_groups(tmp_path, monkeypatch):
+    picks = pd.read_csv(DATA / "picks.csv")
+    path = tmp_path / "picks.parquet"
+    _row_group_file(path, picks, rows_per_group=max(1, len(picks) // 7))
+    whole = pickscale.score(str(DATA / "reference.csv"), str(path))
+    monkeypatch.setattr(engine, "_SPLIT_BYTES", 0)
+    monkeypatch.setattr(engine, "READ_ROWS", max(1, len(picks) // 5))
+    src = engine.load(str(path), role="picks")
+    assert len(src.parts) >= 4  # the file is read by several tasks
+    split = pickscale.score(str(DATA / "reference.csv"), str(path))
+    tw, ts = pickscale.tables(whole), pickscale.tables(split)
+    assert all(to_csv_bytes(tw[k]) == to_csv_bytes(ts[k]) for k in tw)
+    assert split.attrs["inputs"]["picks"]["rows_read"] == len(picks)
+
+
+def test_row_numbers_in_messages_count_from_the_top_of_the_file(tmp_path, monkeypatch):
+    picks = pd.read_csv(DATA / "picks.csv")
+    bad_row = len(picks) - 3  # in the last run of row groups
+    picks.loc[bad_row, "conf"] = 7.0
+    path = tmp_path / "picks.parquet"
+    _row_group_file(path, picks, rows_per_group=max(1, len(picks) // 7))
+    monkeypatch.setattr(engine, "_SPLIT_BYTES", 0)
+    monkeypatch.setattr(engine, "READ_ROWS", max(1, len(picks) // 5))
+    with pytest.raises(InputError, match=rf"row {bad_row + 2}: '7.0'"):
+        pickscale.score(str(DATA / "reference.csv"), str(path))
+
+
+def test_workers_stay_lean_and_keep_nothing_after_a_run():
+    """Workers import no xarray (only pickscale.tasks and the kernel), and the read parts are freed."""
+    cluster, client = start_cluster(n_workers=1)
+    try:
+        ds = pickscale.score(str(DATA / "reference.csv"), str(DATA / "picks.csv"), client=client)
+        assert float(ds.recall.max()) > 0
+        loaded = client.run(lambda: sorted(m for m in ("xarray", "zarr", "matplotlib", "dask.dataframe")
+                                           if m in sys.modules))
+        assert all(mods == [] for mods in loaded.values()), loaded
+        held = client.run(lambda dask_worker: len(dask_worker.data))
+        assert all(n == 0 for n in held.values()), held
+    finally:
+        client.close()
+        cluster.close()
