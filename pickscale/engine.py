@@ -45,7 +45,7 @@ from .kernel import StationResult, merge_results
 from .options import Options
 from .readers import Normalised, normalise, read_raw, resolve_sources
 from .scope import Scope, scope_from_summary
-from .tasks import Failure, PickPart, outline, read_frame, read_part, score_partition, split_part
+from .tasks import Failure, PickPart, outline, read_files, read_frame, read_part, score_partition, split_part
 from .units import plan_units
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ __all__ = ["score", "local_cluster", "load"]
 READ_ROWS = 2_000_000
 # Only files at least this large are opened on the client to look for row groups.
 _SPLIT_BYTES = 48 * 2**20
+# Smaller files are read together, up to this many bytes (~1–2 M picks of Parquet) or files per task.
+_BATCH_BYTES = 16 * 2**20
+_BATCH_FILES = 512
 
 
 # --------------------------------------------------------------------- loading
@@ -95,17 +98,59 @@ def _is_dask_frame(source: Any) -> bool:
     return dd is not None and isinstance(source, dd.DataFrame)
 
 
+def _read_reference_files(paths: list[str], drop_invalid: bool) -> Normalised | Failure:
+    parts = [_read_reference(p, drop_invalid) for p in paths]
+    failures = [p for p in parts if isinstance(p, Failure)]
+    if failures:
+        return Failure("\n".join(f.message for f in failures))
+    return Normalised.combine(parts)
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except (OSError, ValueError):
+        return None  # a URL: read on its own
+
+
+def _batches(files: list[str]) -> list[list[str]]:
+    """Consecutive small files grouped into batches of about ``_BATCH_BYTES`` (one read task each).
+
+    A hive layout by station (``station=…/part-0.parquet``) holds one small
+    file per station and month or year: read one by one, Dask's bookkeeping
+    would cost more than the reading.
+    """
+    out: list[list[str]] = []
+    size = 0
+    for f in files:
+        n = _size(f)
+        if n is None or n >= _BATCH_BYTES:
+            out.append([f])
+            size = _BATCH_BYTES
+            continue
+        if out and size + n <= _BATCH_BYTES and len(out[-1]) < _BATCH_FILES:
+            out[-1].append(f)
+            size += n
+        else:
+            out.append([f])
+            size = n
+    return out
+
+
 def _read_tasks(files: list[str], role: str, drop_invalid: bool, floor: float) -> list[Any]:
     if role == "reference":
-        return [delayed(_read_reference, pure=True)(f, drop_invalid) for f in files]
+        return [delayed(_read_reference_files, pure=True)(batch, drop_invalid) for batch in _batches(files)]
     from .parquet import row_group_ranges
 
     tasks = []
-    for f in files:
+    for batch in _batches(files):
+        if len(batch) > 1:
+            tasks.append(delayed(read_files, pure=True)(batch, drop_invalid=drop_invalid, floor=floor))
+            continue
+        f = batch[0]
         runs: list = [(None, 0)]
-        with contextlib.suppress(OSError, ValueError):
-            if os.path.getsize(f) >= _SPLIT_BYTES:
-                runs = row_group_ranges(f, target_rows=READ_ROWS)
+        if (_size(f) or 0) >= _SPLIT_BYTES:
+            runs = row_group_ranges(f, target_rows=READ_ROWS)
         for groups, first in runs:
             tasks.append(delayed(read_part, pure=True)(f, drop_invalid=drop_invalid, floor=floor,
                                                        row_groups=groups, row_offset=first))

@@ -31,8 +31,8 @@ from .kernel import StationResult, score_station
 from .options import PHASES, Options
 from .readers import Normalised, normalise
 
-__all__ = ["PickPart", "Piece", "Failure", "read_part", "read_frame", "outline", "split_part",
-           "score_partition"]
+__all__ = ["PickPart", "Piece", "Failure", "read_part", "read_files", "merge_parts", "read_frame", "outline",
+           "split_part", "score_partition"]
 
 _PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
 
@@ -112,6 +112,54 @@ def read_part(path: str, *, drop_invalid: bool, floor: float,
                                       row_offset=row_offset, categorical=True), floor)
     except InputError as exc:
         return Failure(str(exc))
+
+
+def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPart | Failure:
+    """Read several (small) picks files in one task: one :class:`PickPart` for all of them.
+
+    A hive layout by station holds many small files; a task per file would
+    cost more in scheduling than in reading.  Every file's input errors are
+    reported together.
+    """
+    parts, failures = [], []
+    for path in paths:
+        part = read_part(path, drop_invalid=drop_invalid, floor=floor)
+        (failures if isinstance(part, Failure) else parts).append(part)
+    if failures:
+        return Failure("\n".join(f.message for f in failures))
+    return merge_parts(parts)
+
+
+def merge_parts(parts: list[PickPart]) -> PickPart:
+    """One :class:`PickPart` holding the picks of several: combos re-coded over the union."""
+    if len(parts) == 1:
+        return parts[0]
+    combos = pd.concat([p.combos for p in parts], ignore_index=True)
+    names = ["dataset", "station", "model"]
+    groups = combos.groupby(names, sort=True)
+    key = groups.ngroup().to_numpy(np.int64)  # numbered in the sorted order of the keys below
+    uniques = groups.size().reset_index()[names]
+    offsets = np.cumsum([0] + [len(p.combos) for p in parts])
+    combo = np.concatenate([key[offsets[i] + p.combo.astype(np.int64)] for i, p in enumerate(parts)])
+    n = len(uniques)
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, key, combos["t_min"].to_numpy(np.int64))
+    np.maximum.at(t_max, key, combos["t_max"].to_numpy(np.int64))
+    merged = pd.DataFrame({
+        **{name: uniques[name].to_numpy(dtype=object) for name in names},
+        "n_picks": np.bincount(key, weights=combos["n_picks"].to_numpy(np.int64), minlength=n).astype(np.int64),
+        "t_min": t_min, "t_max": t_max,
+    })
+    below: dict[str, int] = {}
+    for p in parts:
+        for d, k in p.below_floor.items():
+            below[d] = below.get(d, 0) + k
+    conf = np.concatenate([p.conf for p in parts])  # float32 with float64 widens, exactly
+    return PickPart(report=Normalised.combine([p.report for p in parts]), combos=merged, below_floor=below,
+                    combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32),
+                    phase=np.concatenate([p.phase for p in parts]),
+                    time=np.concatenate([p.time for p in parts]), conf=conf)
 
 
 def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float,

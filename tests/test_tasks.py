@@ -112,3 +112,26 @@ def test_workers_stay_lean_and_keep_nothing_after_a_run():
     finally:
         client.close()
         cluster.close()
+
+
+def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path):
+    from pickscale.parquet import csv_to_parquet
+
+    hive = csv_to_parquet(DATA / "picks.csv", tmp_path / "hive", partition_by=("station",))
+    files = sorted(hive.rglob("*.parquet"))
+    assert len(files) > 10
+    src = engine.load(str(hive), role="picks")
+    assert len(src.parts) < len(files)  # batched: far fewer tasks than files
+    whole = pickscale.score(str(DATA / "reference.csv"), str(DATA / "picks.csv"))
+    batched = pickscale.score(str(DATA / "reference.csv"), str(hive))
+    tw, tb = pickscale.tables(whole), pickscale.tables(batched)
+    assert all(to_csv_bytes(tw[k]) == to_csv_bytes(tb[k]) for k in tw)
+    # Two bad files of one batch: both named in the one message.
+    for f in (files[1], files[-2]):
+        table = pq.read_table(f)
+        conf = table.column("conf").to_numpy().copy()
+        conf[0] = 2.0
+        pq.write_table(table.set_column(table.schema.get_field_index("conf"), "conf", pa.array(conf)), f)
+    with pytest.raises(InputError) as err:
+        pickscale.score(str(DATA / "reference.csv"), str(hive))
+    assert str(files[1]) in str(err.value) and str(files[-2]) in str(err.value)
