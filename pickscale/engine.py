@@ -53,12 +53,13 @@ if TYPE_CHECKING:
 
 __all__ = ["score", "local_cluster", "load"]
 
-#: Rows per read task: a larger Parquet file is read as runs of row groups of about this many rows.
-READ_ROWS = 2_000_000
-# Only files at least this large are opened on the client to look for row groups.
-_SPLIT_BYTES = 48 * 2**20
-# Smaller files are read together, up to this many bytes (~1–2 M picks of Parquet) or files per task.
-_BATCH_BYTES = 16 * 2**20
+#: Rows per read task: a larger Parquet file is read as runs of row groups of about this many rows
+#: (several tasks per worker even for a few large files, so that the read stage ends evenly).
+READ_ROWS = 1_000_000
+# Files at least this large are opened on the client to look for row groups (~1 M picks of Parquet);
+# smaller ones are read together, up to this many bytes or files per task.
+_SPLIT_BYTES = 12 * 2**20
+_BATCH_BYTES = 12 * 2**20
 _BATCH_FILES = 512
 
 
