@@ -135,3 +135,30 @@ def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path):
     with pytest.raises(InputError) as err:
         pickscale.score(str(DATA / "reference.csv"), str(hive))
     assert str(files[1]) in str(err.value) and str(files[-2]) in str(err.value)
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_residual_pairs_sort_equals_the_full_lexicographic_sort(ordered, monkeypatch):
+    """The pairs' stable sort on (dataset, model, phase) — and the fallback when its precondition fails."""
+    from pickscale import results
+
+    rng = np.random.default_rng(5)
+    keys = ("dataset", "model", "phase", "station", "residual_ns", "conf")
+    parts = []
+    for d in range(2):
+        n = 300
+        part = {"dataset": np.full(n, d, np.int32), "model": rng.integers(0, 3, n).astype(np.int32),
+                "phase": rng.integers(0, 2, n).astype(np.int8), "station": rng.integers(0, 5, n).astype(np.int32),
+                "residual_ns": rng.integers(-5, 5, n).astype(np.int64), "conf": rng.choice([0.3, 0.5, 0.9], n)}
+        if ordered:  # as combine() makes them: by station, then the kernel's (model, phase, residual, conf)
+            o = np.lexsort((part["conf"], part["residual_ns"], part["phase"], part["model"], part["station"]))
+            part = {k: v[o] for k, v in part.items()}
+        parts.append(part)
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    want = np.lexsort(tuple(cat[k] for k in reversed(keys)))
+    calls = []
+    lexsort = np.lexsort
+    monkeypatch.setattr(results.np, "lexsort", lambda *a, **k: calls.append(1) or lexsort(*a, **k))
+    got = results._canonical_pairs(parts)
+    assert all(np.array_equal(got[k], cat[k][want]) for k in keys)
+    assert bool(calls) is (not ordered)  # the full sort runs only when the cheap one was not enough
