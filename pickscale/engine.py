@@ -100,6 +100,13 @@ def _is_dask_frame(source: Any) -> bool:
 
 
 def _read_reference_files(paths: list[str], drop_invalid: bool) -> Normalised | Failure:
+    if len(paths) > 1:  # clean files of one schema: one table (see tasks.read_files)
+        from .parquet import read_projected_many
+
+        raw = read_projected_many(paths, role="reference")
+        if raw is not None:
+            with contextlib.suppress(InputError):
+                return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False)
     parts = [_read_reference(p, drop_invalid) for p in paths]
     failures = [p for p in parts if isinstance(p, Failure)]
     if failures:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .errors import InputError
 from .readers import ALIASES, COLUMNS, _key, normalise
 
-__all__ = ["hive_columns", "is_parquet", "read_projected", "row_group_ranges", "csv_to_parquet"]
+__all__ = ["hive_columns", "is_parquet", "read_projected", "read_projected_many", "row_group_ranges", "csv_to_parquet"]
 
 
 def hive_columns(path: str) -> dict[str, str]:
@@ -72,6 +72,37 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
 
 
+def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = None) -> tuple[pa.Table, list[str]]:
+    """The projected Arrow table of one file (text as dictionaries), and the file's own column names."""
+    import fsspec
+
+    with fsspec.open(path, "rb") as f:
+        pf = pq.ParquetFile(f)
+        schema = pf.schema_arrow
+        columns = _wanted(schema.names, role) or None
+        wanted = set(columns or schema.names)
+        # By field, not by name: a file may hold two columns of one name (the normaliser says so).
+        text = list(dict.fromkeys(f.name for f in schema if f.name in wanted and _is_text(f.type)))
+        pf = pq.ParquetFile(f, read_dictionary=text)
+        if row_groups is None:
+            table = pf.read(columns=columns)
+        else:
+            table = pf.read_row_groups(range(*row_groups), columns=columns)
+    return table, list(schema.names)
+
+
+def _with_folder_values(table: pa.Table, path: str, role: str) -> pa.Table:
+    """Hive folder values as constant dictionary columns, where no column of the file provides them."""
+    covered = {_canonical(c, role) for c in table.column_names}
+    for key, value in hive_columns(path).items():
+        canonical = _canonical(key, role)
+        if canonical is not None and canonical not in covered:
+            codes = pa.array(np.zeros(table.num_rows, dtype=np.int8))
+            table = table.append_column(key, pa.DictionaryArray.from_arrays(codes, pa.array([value])))
+            covered.add(canonical)
+    return table
+
+
 def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None = None) -> pd.DataFrame:
     """One Parquet file with only the columns that matter, plus hive folder values.
 
@@ -85,36 +116,39 @@ def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None =
     (a part of a large file).
     """
     try:
-        import fsspec
-
-        with fsspec.open(path, "rb") as f:
-            pf = pq.ParquetFile(f)
-            schema = pf.schema_arrow
-            columns = _wanted(schema.names, role) or None
-            wanted = set(columns or schema.names)
-            # By field, not by name: a file may hold two columns of one name (the normaliser says so).
-            text = list(dict.fromkeys(f.name for f in schema if f.name in wanted and _is_text(f.type)))
-            pf = pq.ParquetFile(f, read_dictionary=text)
-            if row_groups is None:
-                table = pf.read(columns=columns)
-            else:
-                table = pf.read_row_groups(range(*row_groups), columns=columns)
+        table, names = _read_table(path, role=role, row_groups=row_groups)
+        table = _with_folder_values(table, path, role)
         # Inside the try: a date pandas cannot hold (year 1 or 3000) fails here, not in pyarrow.
         frame = table.to_pandas()
     except (OSError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
         raise InputError(f"{path}: cannot be read as Parquet ({exc}).") from None
-    # A folder value fills a SPEC §1 column only when no column of the file provides it.
-    covered = {_canonical(c, role) for c in frame.columns}
-    for key, value in hive_columns(path).items():
-        canonical = _canonical(key, role)
-        if canonical is not None and canonical not in covered:
-            frame[key] = pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8), [value])
-            covered.add(canonical)
     if len(frame) == 0:
         raise InputError(f"{path}: the Parquet file has no rows.")
     # The file's own columns, for a missing-column message that lists what is really there.
-    frame.attrs.update(source=path, format="parquet", columns_in_file=list(schema.names))
+    frame.attrs.update(source=path, format="parquet", columns_in_file=names)
     return frame
+
+
+def read_projected_many(paths: list[str], *, role: str) -> pd.DataFrame | None:
+    """Several Parquet files of one schema as one frame (projected, folder values added); else None.
+
+    For many small files (a hive layout by station): one conversion and one
+    normalisation instead of one per file.  ``None`` — any file unreadable,
+    empty or of another schema — asks the caller to read them one by one,
+    which names the file in its message.
+    """
+    try:
+        tables = []
+        for path in paths:
+            table, _ = _read_table(path, role=role)
+            if table.num_rows == 0:
+                return None
+            tables.append(_with_folder_values(table, path, role))
+        if any(t.schema != tables[0].schema for t in tables[1:]):
+            return None  # e.g. int and float confidences: each file is checked on its own
+        return pa.concat_tables(tables).to_pandas()
+    except (OSError, ValueError, TypeError, OverflowError, pa.ArrowException):
+        return None
 
 
 def row_group_ranges(path: str, *, target_rows: int) -> list[tuple[tuple[int, int] | None, int]]:

@@ -121,6 +121,10 @@ def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPar
     cost more in scheduling than in reading.  Every file's input errors are
     reported together.
     """
+    if len(paths) > 1:
+        together = _read_together(paths, drop_invalid=drop_invalid, floor=floor)
+        if together is not None:
+            return together
     parts, failures = [], []
     for path in paths:
         part = read_part(path, drop_invalid=drop_invalid, floor=floor)
@@ -128,6 +132,24 @@ def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPar
     if failures:
         return Failure("\n".join(f.message for f in failures))
     return merge_parts(parts)
+
+
+def _read_together(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPart | None:
+    """Files of one schema read and normalised as one table; None when any file needs its own look.
+
+    Only clean batches take this path: with an invalid row anywhere, the files
+    are read one by one, so that the message names the file and its rows.
+    """
+    from .parquet import read_projected_many
+
+    raw = read_projected_many(paths, role="picks")
+    if raw is None:
+        return None
+    try:
+        norm = normalise(raw, role="picks", source=", ".join(paths), drop_invalid=False, categorical=True)
+    except InputError:
+        return None
+    return encode_picks(norm, floor)
 
 
 def merge_parts(parts: list[PickPart]) -> PickPart:

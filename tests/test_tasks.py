@@ -114,8 +114,13 @@ def test_workers_stay_lean_and_keep_nothing_after_a_run():
         cluster.close()
 
 
-def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path):
+def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path, monkeypatch):
+    from pickscale import tasks
     from pickscale.parquet import csv_to_parquet
+
+    one_by_one = []
+    read_part = tasks.read_part
+    monkeypatch.setattr(tasks, "read_part", lambda path, **k: one_by_one.append(path) or read_part(path, **k))
 
     hive = csv_to_parquet(DATA / "picks.csv", tmp_path / "hive", partition_by=("station",))
     files = sorted(hive.rglob("*.parquet"))
@@ -123,9 +128,11 @@ def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path):
     src = engine.load(str(hive), role="picks")
     assert len(src.parts) < len(files)  # batched: far fewer tasks than files
     whole = pickscale.score(str(DATA / "reference.csv"), str(DATA / "picks.csv"))
+    one_by_one.clear()
     batched = pickscale.score(str(DATA / "reference.csv"), str(hive))
     tw, tb = pickscale.tables(whole), pickscale.tables(batched)
     assert all(to_csv_bytes(tw[k]) == to_csv_bytes(tb[k]) for k in tw)
+    assert one_by_one == []  # clean files of one schema: read and normalised as one table
     # Two bad files of one batch: both named in the one message.
     for f in (files[1], files[-2]):
         table = pq.read_table(f)
@@ -135,6 +142,8 @@ def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path):
     with pytest.raises(InputError) as err:
         pickscale.score(str(DATA / "reference.csv"), str(hive))
     assert str(files[1]) in str(err.value) and str(files[-2]) in str(err.value)
+    assert "row 2" in str(err.value)  # the batch was read again file by file, for the row numbers
+    assert len(one_by_one) >= len(files) - 2
 
 
 @pytest.mark.parametrize("ordered", [True, False])
