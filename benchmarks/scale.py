@@ -359,7 +359,7 @@ def machine() -> str:
 # Where a sample's time goes: the first stage whose marker is in its stack (py-spy raw format).
 STAGES = [
     ("imports", ["_find_and_load"]),
-    ("read + normalise (worker)", ["read_part (", "_read_reference ("]),
+    ("read + normalise (worker)", ["read_part (", "read_files (", "read_reference ("]),
     ("encode to codes (worker)", ["encode_picks ("]),
     ("split by work partition (worker)", ["split_part ("]),
     ("score partitions: kernel", ["score_partition ("]),

@@ -43,9 +43,10 @@ from . import __version__
 from .errors import InputError
 from .kernel import StationResult, merge_results
 from .options import Options
-from .readers import Normalised, normalise, read_raw, resolve_sources
+from .readers import Normalised, normalise, resolve_sources
 from .scope import Scope, scope_from_summary
-from .tasks import Failure, PickPart, outline, read_files, read_frame, read_part, score_partition, split_part
+from .tasks import (Failure, PickPart, outline, read_files, read_frame, read_part, read_reference, score_partition,
+                    split_part)
 from .units import plan_units
 
 if TYPE_CHECKING:
@@ -76,16 +77,6 @@ class Source:
     bytes: int
 
 
-def _read_reference(path: str, drop_invalid: bool) -> Normalised | Failure:
-    from .parquet import is_parquet, read_projected
-
-    try:
-        raw = read_projected(path, role="reference") if is_parquet(path) else read_raw(path)
-        return normalise(raw, role="reference", source=path, drop_invalid=drop_invalid)
-    except InputError as exc:
-        return Failure(str(exc))
-
-
 def _reference_frame(frame: pd.DataFrame, source: str, drop_invalid: bool, offset: int) -> Normalised | Failure:
     try:
         return normalise(frame, role="reference", source=source, drop_invalid=drop_invalid, row_offset=offset)
@@ -97,21 +88,6 @@ def _is_dask_frame(source: Any) -> bool:
     # dask.dataframe is imported only if the caller has imported it: it costs ~0.5 s.
     dd = sys.modules.get("dask.dataframe")
     return dd is not None and isinstance(source, dd.DataFrame)
-
-
-def _read_reference_files(paths: list[str], drop_invalid: bool) -> Normalised | Failure:
-    if len(paths) > 1:  # clean files of one schema: one table (see tasks.read_files)
-        from .parquet import read_projected_many
-
-        raw = read_projected_many(paths, role="reference")
-        if raw is not None:
-            with contextlib.suppress(InputError):
-                return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False)
-    parts = [_read_reference(p, drop_invalid) for p in paths]
-    failures = [p for p in parts if isinstance(p, Failure)]
-    if failures:
-        return Failure("\n".join(f.message for f in failures))
-    return Normalised.combine(parts)
 
 
 def _size(path: str) -> int | None:
@@ -147,7 +123,7 @@ def _batches(files: list[str]) -> list[list[str]]:
 
 def _read_tasks(files: list[str], role: str, drop_invalid: bool, floor: float) -> list[Any]:
     if role == "reference":
-        return [delayed(_read_reference_files, pure=True)(batch, drop_invalid) for batch in _batches(files)]
+        return [delayed(read_reference, pure=True)(batch, drop_invalid=drop_invalid) for batch in _batches(files)]
     from .parquet import row_group_ranges
 
     tasks = []

@@ -13,7 +13,6 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-import numpy as np
 import pandas as pd
 
 from .metrics import detection

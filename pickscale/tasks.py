@@ -31,8 +31,8 @@ from .kernel import StationResult, score_station
 from .options import PHASES, Options
 from .readers import Normalised, normalise
 
-__all__ = ["PickPart", "Piece", "Failure", "read_part", "read_files", "merge_parts", "read_frame", "outline",
-           "split_part", "score_partition"]
+__all__ = ["PickPart", "Piece", "Failure", "read_part", "read_files", "read_reference", "merge_parts", "read_frame",
+           "outline", "split_part", "score_partition"]
 
 _PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
 
@@ -97,21 +97,47 @@ class Piece:
 
 # --------------------------------------------------------------------- reading
 
-def read_part(path: str, *, drop_invalid: bool, floor: float,
-              row_groups: tuple[int, int] | None = None, row_offset: int = 0) -> PickPart | Failure:
-    """Read, normalise and encode one picks file (or a range of its row groups)."""
+def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None) -> pd.DataFrame:
+    """One file as read: Parquet projected (text as dictionaries), anything else by ``read_raw``."""
     from .parquet import is_parquet, read_projected
     from .readers import read_raw
 
+    return read_projected(path, role=role, row_groups=row_groups) if is_parquet(path) else read_raw(path)
+
+
+def _joined(failures: list[Failure]) -> Failure:
+    return Failure("\n".join(f.message for f in failures))
+
+
+def read_part(path: str, *, drop_invalid: bool, floor: float,
+              row_groups: tuple[int, int] | None = None, row_offset: int = 0) -> PickPart | Failure:
+    """Read, normalise and encode one picks file (or a range of its row groups)."""
     try:
-        if is_parquet(path):
-            raw = read_projected(path, role="picks", row_groups=row_groups)
-        else:
-            raw = read_raw(path)
-        return encode_picks(normalise(raw, role="picks", source=path, drop_invalid=drop_invalid,
-                                      row_offset=row_offset, categorical=True), floor)
+        return encode_picks(normalise(_raw(path, "picks", row_groups), role="picks", source=path,
+                                      drop_invalid=drop_invalid, row_offset=row_offset, categorical=True), floor)
     except InputError as exc:
         return Failure(str(exc))
+
+
+def read_reference(paths: list[str], *, drop_invalid: bool) -> Normalised | Failure:
+    """Read and normalise reference files (the reference is small: gathered on the client)."""
+    if len(paths) > 1:  # clean files of one schema: one table (see read_files)
+        from .parquet import read_projected_many
+
+        raw = read_projected_many(paths, role="reference")
+        if raw is not None:
+            try:
+                return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False)
+            except InputError:
+                pass  # read them one by one: the message then names the file and its rows
+    parts, failures = [], []
+    for path in paths:
+        try:
+            parts.append(normalise(_raw(path, "reference"), role="reference", source=path,
+                                   drop_invalid=drop_invalid))
+        except InputError as exc:
+            failures.append(Failure(str(exc)))
+    return _joined(failures) if failures else Normalised.combine(parts)
 
 
 def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPart | Failure:
@@ -129,9 +155,7 @@ def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPar
     for path in paths:
         part = read_part(path, drop_invalid=drop_invalid, floor=floor)
         (failures if isinstance(part, Failure) else parts).append(part)
-    if failures:
-        return Failure("\n".join(f.message for f in failures))
-    return merge_parts(parts)
+    return _joined(failures) if failures else merge_parts(parts)
 
 
 def _read_together(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPart | None:

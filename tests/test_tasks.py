@@ -171,3 +171,22 @@ def test_residual_pairs_sort_equals_the_full_lexicographic_sort(ordered, monkeyp
     got = results._canonical_pairs(parts)
     assert all(np.array_equal(got[k], cat[k][want]) for k in keys)
     assert bool(calls) is (not ordered)  # the full sort runs only when the cheap one was not enough
+
+
+def test_reference_files_in_batches(tmp_path):
+    from pickscale.parquet import csv_to_parquet
+
+    hive = csv_to_parquet(DATA / "reference.csv", tmp_path / "ref", role="reference", partition_by=("station",))
+    files = sorted(hive.rglob("*.parquet"))
+    assert len(engine.load(str(hive), role="reference").parts) < len(files)
+    whole = pickscale.tables(pickscale.score(str(DATA / "reference.csv"), str(DATA / "picks.csv")))
+    batched = pickscale.tables(pickscale.score(str(hive), str(DATA / "picks.csv")))
+    assert all(to_csv_bytes(whole[k]) == to_csv_bytes(batched[k]) for k in whole)
+    # An empty phase in one file: read file by file, and the message names that file and row.
+    table = pq.read_table(files[2])
+    phase = table.column("phase").to_pylist()
+    phase[0] = ""
+    pq.write_table(table.set_column(table.schema.get_field_index("phase"), "phase", pa.array(phase)), files[2])
+    with pytest.raises(InputError, match="row 2") as err:
+        pickscale.score(str(hive), str(DATA / "picks.csv"))
+    assert str(files[2]) in str(err.value)
