@@ -323,7 +323,7 @@ def _workers_ignore_sigint() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
+def _client(workers: int | None, scheduler: str | None, closing: list | None = None) -> Iterator[Any]:
     """The Dask client of a command: an existing scheduler, or a LocalCluster the command owns."""
     from .engine import cluster_client
 
@@ -335,7 +335,7 @@ def _client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
     with stack:
         if owned:
             with _workers_ignore_sigint():
-                client = stack.enter_context(cluster_client(workers=workers, scheduler=scheduler))
+                client = stack.enter_context(cluster_client(workers=workers, scheduler=scheduler, closing=closing))
         else:
             address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
             try:
@@ -410,6 +410,7 @@ def _run_score(args: argparse.Namespace) -> int:
     _check_target(out_dir, overwrite)
     created = _make_folder(out_dir)
     finished = False
+    closing: list = []  # the local cluster stops while the results are written
     try:
         # The store's lock is held for the whole run: a second run aimed at the
         # same folder stops here, not after computing, and never mixes its
@@ -418,12 +419,14 @@ def _run_score(args: argparse.Namespace) -> int:
             _Run.target = target
             _cleanup_stale(target)
             _check_store(target, overwrite)  # again, now that no other run can change it
-            with _client(workers, scheduler) as client:
+            with _client(workers, scheduler, closing) as client:
                 ds = score(reference, picks, drop_invalid=drop_invalid, client=client, block_picks=block_picks,
                            **options)
-                _write_outputs(ds, out_dir, overwrite=overwrite, args=args)
+            _write_outputs(ds, out_dir, overwrite=overwrite, args=args)
         finished = True
     finally:
+        for thread in closing:
+            thread.join()
         if not finished:
             _remove_if_empty(created)
     return EXIT_OK
