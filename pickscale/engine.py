@@ -26,7 +26,6 @@ summaries and results reaches the client):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import threading
@@ -46,8 +45,8 @@ from .kernel import StationResult, merge_results
 from .options import Options
 from .readers import Normalised, normalise, resolve_sources
 from .scope import Scope, scope_from_summary
-from .tasks import (Failure, PickPart, outline, read_files, read_frame, read_part, read_reference, score_partition,
-                    split_part)
+from .tasks import (Failure, PickPart, outline, read_files, read_frame, read_part, read_reference, report_of,
+                    score_partition, split_part)
 from .units import plan_units
 
 if TYPE_CHECKING:
@@ -184,12 +183,6 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
 
 
 # ----------------------------------------------------------------- summaries
-
-def _report(part: Normalised) -> Normalised:
-    """What normalising did, without the rows (small enough to send to the client)."""
-    # A copy: an empty slice is a view that would keep every row's memory alive.
-    return dataclasses.replace(part, frame=part.frame.iloc[:0].copy())
-
 
 def _report_attrs(report: Normalised) -> dict[str, Any]:
     return {
@@ -376,7 +369,7 @@ def score(
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
         ref_rows=_rows(ref_all), picks_rows=_rows(pick_report),
     )
-    ref_report = _report(ref_all)
+    ref_report = report_of(ref_all)
 
     # 3. Work units (station time blocks) and partitions; each part cut into one piece per partition.
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=_n_workers(client))

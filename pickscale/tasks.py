@@ -32,7 +32,7 @@ from .options import PHASES, Options
 from .readers import Normalised, normalise
 
 __all__ = ["PickPart", "Piece", "Failure", "read_part", "read_files", "read_reference", "merge_parts", "read_frame",
-           "outline", "split_part", "score_partition"]
+           "report_of", "outline", "split_part", "score_partition"]
 
 _PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
 
@@ -218,6 +218,12 @@ def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: f
         return Failure(str(exc))
 
 
+def report_of(part: Normalised) -> Normalised:
+    """What normalising did, without the rows (small enough to send to the client)."""
+    # A copy: an empty slice is a view that would keep the whole frame's memory alive.
+    return dataclasses.replace(part, frame=part.frame.iloc[:0].copy())
+
+
 def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(codes, categories as an object array of str) of a text column."""
     if not isinstance(column.dtype, pd.CategoricalDtype):
@@ -229,8 +235,7 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def encode_picks(part: Normalised, floor: float) -> PickPart:
     """Picks at or above the floor as (combo, phase, time, conf) arrays and their summary."""
     frame = part.frame
-    # A copy: an empty slice is a view that would keep the whole frame's memory alive.
-    report = dataclasses.replace(part, frame=frame.iloc[:0].copy())
+    report = report_of(part)
     conf = frame["conf"].to_numpy(np.float64)
     above = conf >= floor
     d_codes, d_names = _codes(frame["dataset"])

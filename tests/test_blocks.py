@@ -130,7 +130,8 @@ def test_engine_with_tiny_blocks_equals_whole_stations():
 
 def test_busy_station_is_cut_and_units_stay_small():
     ref, picks = _busy_catalogue()
-    from pickscale.engine import _report, load  # noqa: F401  (the engine's own reading path)
+    from pickscale.engine import load  # noqa: F401  (the engine's own reading path)
+    from pickscale.tasks import report_of  # noqa: F401
     from pickscale.readers import normalise
     from pickscale.scope import apply_scope
 
