@@ -16,8 +16,9 @@ How a save stays safe
 ---------------------
 :func:`save` never writes into the target itself.  It writes a hidden
 sibling ``.<name>.tmp-<pid>-<random>``, marks it complete, consolidates its
-metadata once, and only then renames it into place, so a reader sees either
-the previous store or the new one, never a half-written mixture.  A lock file
+metadata once, and only then renames it into place, so the folder at the
+target is always either the previous store or the new one, never a
+half-written mixture.  A lock file
 ``.<name>.lock`` (created exclusively, holding the writer's pid) lets only one
 run at a time write a given target.  When a run dies, its temporary siblings
 and lock stay behind; the lock is taken over by the next run and
@@ -30,10 +31,26 @@ machine (pids mean nothing across hosts on a shared file system).
 second run aimed at the same folder stops before computing, and the tables
 and figures next to the store always come from the run that wrote it.
 
-Before the rename, :func:`save` lists every file of the new store with its
-size in ``pickscale-manifest.json``; :func:`open_results` checks it, because
-Zarr silently reads a missing chunk as its fill value (a store copied or
-synced only in part would otherwise open with NaN or 0 where numbers were).
+Before the rename, :func:`save` lists every file of the new store -- the
+root ``zarr.json`` (root attributes, the options, and the consolidated
+metadata of every array) included -- with its size and SHA-256 in
+``pickscale-manifest.json`` (written in one canonical JSON form, so that any
+change to the manifest itself shows too).  A store of this schema without a
+readable manifest is damaged.  This matters because Zarr silently reads a
+missing chunk as its fill value, and a flipped bit in a compressed chunk can
+decode to a wildly wrong number.
+
+How a read stays consistent
+---------------------------
+A reader racing ``save(..., overwrite=True)`` could read the metadata of one
+store and chunks of the next.  :func:`open_results` therefore reads every
+file of the store into memory once, checks every byte against the manifest
+(so all of them come from the one store the manifest describes), and builds
+the dataset from those bytes: the result is loaded, not lazy, and nothing is
+read from the folder afterwards.  When the check fails because the store was
+replaced meanwhile (the folder at the path, or its manifest, changed), the
+read is retried, a few times; a check that fails on a folder that did not
+change means the store is damaged.
 
 Example
 -------
@@ -50,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -58,6 +76,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat as _stat
 import time
 import warnings
 from collections.abc import Iterator, Mapping
@@ -74,15 +93,21 @@ __all__ = ["SCHEMA_VERSION", "save", "open_results", "cleanup_stale", "reserved"
 # ``sanitise`` is public too (tests and notebooks compare against it) but not re-exported.
 
 #: Layout version of the results store; bumped when the store's layout changes.
-SCHEMA_VERSION: int = 1
+#: 2: the manifest holds a SHA-256 of every file, root ``zarr.json`` included, and is required
+#: (schema 1 listed sizes only, without the root metadata; such stores are refused: re-run score).
+SCHEMA_VERSION: int = 2
 
 _COMPLETE = "pickscale_complete"
 _SCHEMA = "pickscale_schema"
 _VERSION = "pickscale_version"
 _MARKERS = (_COMPLETE, _SCHEMA)
-#: Every file of the store (but the root ``zarr.json``) with its size, written
-#: last, before the store is moved into place; :func:`open_results` checks it.
+#: Every file of the store (root ``zarr.json`` included) with its size and
+#: SHA-256, written last, before the store is moved into place;
+#: :func:`open_results` checks every byte read against it.
 MANIFEST = "pickscale-manifest.json"
+_MANIFEST_FORMAT = 2
+#: How many times :func:`open_results` reads a store that is replaced while being read.
+_READ_ATTEMPTS = 5
 
 # A lock that holds no readable pid yet (its writer is between creating and
 # writing it) is treated as held for this long before it counts as stale.
@@ -237,14 +262,28 @@ def reserved(path: PathLike) -> Iterator[pathlib.Path]:
 
 
 def open_results(path: PathLike) -> xr.Dataset:
-    """Open a complete pickscale results store.
+    """Read a complete pickscale results store into memory, checked.
 
     The store is checked before it is opened: it must exist, be a Zarr v3
     store, carry the completeness marker written at the end of
     :func:`save`, have this version's store schema, name the pickscale
-    version that wrote it, and still hold every file, at the size it was
-    written with (``pickscale-manifest.json``; a store copied only in part
-    would otherwise read its missing chunks as NaN or 0).
+    version that wrote it, and hold exactly the files listed in its
+    ``pickscale-manifest.json``, each with the SHA-256 it was written with
+    (the root ``zarr.json`` -- attributes, options, consolidated metadata --
+    included).  A store copied only in part would otherwise read its missing
+    chunks as NaN or 0, and a flipped bit could turn 0.63 into -3.6e163.
+
+    Every file is read once into memory and checked, and the dataset is
+    decoded from exactly those bytes, so the result is one store -- never a
+    mixture of the store being replaced by ``save(..., overwrite=True)`` (or
+    ``pickscale score --overwrite``) and its successor.  If the store is
+    replaced while being read, the read is retried (up to 5 attempts).
+    Reading whole is the price of that guarantee: results hold counts and
+    metrics, small next to the catalogue, but the per-station counts grow
+    with the stations (10^5 stations, 3 models, 1 M pairs: about 250 MB on
+    disk, 2.1 GB loaded; checking the hashes takes 0.7 s of the 8 s read).
+    For lazy access to a store nobody is rewriting, ``xarray.open_zarr``
+    works too, without these checks.
 
     Parameters
     ----------
@@ -254,11 +293,10 @@ def open_results(path: PathLike) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        The results, lazily backed by Dask: values are read when used.  Call
-        ``.load()`` to read everything into memory at once, for example
-        before the store is overwritten or when a variable is used many
-        times.  Text comes back as ``object`` arrays of Python ``str`` (as it
-        was saved); plain ``xr.open_zarr`` gives NumPy ``StringDType``
+        The results, loaded (NumPy-backed; ``.load()`` is a no-op), detached
+        from the folder: overwriting or deleting the store afterwards does not
+        change it.  Text comes back as ``object`` arrays of Python ``str`` (as
+        it was saved); plain ``xr.open_zarr`` gives NumPy ``StringDType``
         instead.
 
     Raises
@@ -266,8 +304,11 @@ def open_results(path: PathLike) -> xr.Dataset:
     StoreError
         When the path does not exist, is not a Zarr v3 store, is not a
         pickscale store, is incomplete (the run writing it did not finish),
-        was written with another store schema, or has lost or changed files
-        since it was written.
+        was written with another store schema (an earlier pickscale's store
+        must be written again by ``pickscale score``), is damaged (its
+        manifest is missing or unreadable, or files are missing, changed or
+        not listed in it: the message names them), or was replaced while
+        being read on every attempt.
 
     Examples
     --------
@@ -279,15 +320,20 @@ def open_results(path: PathLike) -> xr.Dataset:
     7
     """
     store = _absolute(path)
-    if not store.exists():
+    for attempt in range(_READ_ATTEMPTS):
+        try:
+            files = _checked_snapshot(store)
+        except _Replaced:
+            time.sleep(0.005 * 2**attempt)
+            continue
+        return _dataset_from_snapshot(store, files)
+    if not os.path.lexists(store):
         raise StoreError(f"no results store at {store}: the path does not exist")
-    _check_pickscale_attrs(store, _read_root_attrs(store))
-    _check_manifest(store)
-    try:
-        ds = xr.open_zarr(store, consolidated=True, zarr_format=3)
-    except Exception as exc:  # corrupt metadata, missing chunks, ...
-        raise StoreError(f"could not open results store {store}: {_describe(exc)}") from exc
-    return _strings_as_object(ds)
+    raise StoreError(
+        f"could not read results store {store}: it was replaced while it was being read, "
+        f"{_READ_ATTEMPTS} times in a row (is `pickscale score --overwrite` writing it again and "
+        "again?); try again once that run has finished"
+    )
 
 
 def cleanup_stale(path: PathLike) -> list[pathlib.Path]:
@@ -526,64 +572,173 @@ def _remove_temporary(tmp: pathlib.Path, *, settle_s: float = 2.0) -> None:
         time.sleep(0.02)
 
 
-def _store_files(store: pathlib.Path) -> dict[str, int]:
-    """Relative path -> size of every file of a store but its root metadata and the manifest."""
-    out = {}
-    for folder, _dirs, files in os.walk(store):
-        for name in files:
+def _write_manifest(store: pathlib.Path) -> None:
+    """Record every file of a freshly written store with its size and SHA-256 (fsynced).
+
+    The root ``zarr.json`` is listed like every other file; only the manifest
+    itself is not.  It is written in one canonical form (:func:`_manifest_text`),
+    so that a reader can tell a manifest changed after it was written.
+    """
+    files = {}
+    for folder, dirs, names in os.walk(store):
+        dirs.sort()
+        for name in sorted(names):
             path = pathlib.Path(folder, name)
             rel = path.relative_to(store).as_posix()
-            if rel not in ("zarr.json", MANIFEST):
-                out[rel] = path.stat().st_size
-    return dict(sorted(out.items()))
-
-
-def _write_manifest(store: pathlib.Path) -> None:
-    """Record the files of a freshly written store (fsynced: it is the store's proof of integrity)."""
-    text = json.dumps({"pickscale_manifest": 1, "files": _store_files(store)}, indent=0)
-    path = store / MANIFEST
-    with open(path, "w", encoding="utf-8") as f:
+            if rel == MANIFEST:
+                continue
+            digest = hashlib.sha256()
+            size = 0
+            with open(path, "rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+                    size += len(block)
+            files[rel] = {"sha256": digest.hexdigest(), "size": size}
+    # A random id: every save's manifest differs, so a reader can tell a replaced store.
+    text = _manifest_text({"pickscale_manifest": _MANIFEST_FORMAT, "store_id": secrets.token_hex(8),
+                           "files": files})
+    with open(store / MANIFEST, "w", encoding="ascii") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
 
 
-def _check_manifest(store: pathlib.Path) -> None:
-    """Refuse a store whose files differ from those it was written with.
+def _manifest_text(manifest: Mapping[str, Any]) -> str:
+    """The one text form of a manifest: sorted keys, one-space indent, ASCII, final newline."""
+    return json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
 
-    Zarr reads a missing chunk as the fill value (NaN, 0): a store copied or
-    synced only in part would otherwise open without complaint, with wrong
-    numbers.  Stores written before the manifest existed are not checked.
-    """
-    path = store / MANIFEST
-    if not path.exists():
-        return
+
+class _Replaced(Exception):
+    """The store was replaced (or its manifest changed) while it was being read: read again."""
+
+
+def _identity(store: pathlib.Path) -> tuple[Any, ...] | None:
+    """What changes when a save swaps another store in: the folder's inode and the manifest's bytes."""
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        st = os.stat(store)
+    except OSError:
+        return None
+    try:
+        manifest = (store / MANIFEST).read_bytes()
+    except OSError:
+        manifest = None
+    return (st.st_dev, st.st_ino, _stat.S_IFMT(st.st_mode), manifest)
+
+
+def _checked_snapshot(store: pathlib.Path) -> dict[str, bytes]:
+    """Every file of the store (relative path -> bytes), checked against its manifest.
+
+    Raises StoreError when the store is not a complete pickscale store of this
+    schema or is damaged, and :class:`_Replaced` when a check failed because
+    the store was replaced while it was being read.
+    """
+    before = _identity(store)
+    if before is None:
+        if _siblings(store, "old"):  # a save is between its two renames: the new store comes next
+            raise _Replaced()
+        raise StoreError(f"no results store at {store}: the path does not exist")
+    try:
+        root = _read_root_meta(store)
+        _check_pickscale_attrs(store, _root_attrs(store, root))
+        files = _read_files(store)
+        files["zarr.json"] = root
+        _check_manifest(store, files)
+    except (StoreError, OSError) as exc:
+        if _identity(store) != before:
+            raise _Replaced() from exc
+        if not isinstance(exc, StoreError):  # (a StoreError is an OSError too)
+            raise StoreError(f"could not read results store {store}: {_describe(exc)}") from exc
+        raise
+    # Every byte matched the manifest: whatever happened to the folder meanwhile,
+    # these files are the one store that manifest describes.
+    return files
+
+
+def _read_files(store: pathlib.Path) -> dict[str, bytes]:
+    """Relative path -> bytes of every file of a store but its root ``zarr.json``."""
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    out = {}
+    for folder, dirs, names in os.walk(store, onerror=fail):
+        dirs.sort()
+        for name in sorted(names):
+            path = pathlib.Path(folder, name)
+            rel = path.relative_to(store).as_posix()
+            if rel != "zarr.json":
+                out[rel] = path.read_bytes()
+    return out
+
+
+def _damaged(store: pathlib.Path, what: str) -> StoreError:
+    return StoreError(
+        f"results store {store} is damaged: {what}; it was probably copied or synced only in part, or "
+        "changed on disk since it was written — copy it again, or re-run `pickscale score`"
+    )
+
+
+def _read_manifest(store: pathlib.Path, raw: bytes | None) -> dict[str, dict[str, Any]]:
+    """The ``files`` of a manifest, or the StoreError saying what is wrong with it."""
+    if raw is None:
+        raise _damaged(store, f"its manifest {MANIFEST} is missing (every store pickscale writes lists its "
+                              "files there; without it nothing shows whether they are complete and unchanged)")
+    if not raw.strip():
+        raise _damaged(store, f"its manifest {MANIFEST} cannot be read (it is empty)")
+    try:
+        text = raw.decode("ascii")
+        manifest = json.loads(text)
+        if not isinstance(manifest, dict) or manifest.get("pickscale_manifest") != _MANIFEST_FORMAT:
+            raise ValueError(f"it is not a pickscale manifest of format {_MANIFEST_FORMAT}")
         files = manifest["files"]
         if not isinstance(files, dict):
-            raise TypeError("files is not a mapping")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"results store {store} is damaged: its manifest {MANIFEST} cannot be read ({exc})") from None
+            raise ValueError("its 'files' is not a mapping")
+        for rel, entry in files.items():
+            if rel.startswith("/") or ".." in rel.split("/") or rel == MANIFEST:
+                raise ValueError(f"{rel!r} is not a path inside the store")
+            if (not isinstance(entry, dict) or sorted(entry) != ["sha256", "size"]
+                    or type(entry["size"]) is not int or not isinstance(entry["sha256"], str)):
+                raise ValueError(f"its entry for {rel!r} is not a size and a sha256")
+        if _manifest_text(manifest) != text:
+            raise ValueError("it is not in the form pickscale wrote it in, so it was changed")
+    except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _damaged(store, f"its manifest {MANIFEST} cannot be read ({exc})") from None
+    return files
+
+
+def _check_manifest(store: pathlib.Path, files: Mapping[str, bytes]) -> None:
+    """Refuse a store whose files differ from those its manifest lists (names, sizes, SHA-256)."""
+    listed = _read_manifest(store, files.get(MANIFEST))
     bad = []
-    for rel, size in files.items():
-        if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
-            bad.append(f"{rel!r} is not a path inside the store")
-            continue
-        try:
-            actual = (store / rel).stat().st_size
-        except OSError:
+    for rel, entry in listed.items():
+        data = files.get(rel)
+        if data is None:
             bad.append(f"{rel} is missing")
-            continue
-        if actual != size:
-            bad.append(f"{rel} has {actual} bytes, not {size}")
+        elif len(data) != entry["size"]:
+            bad.append(f"{rel} has {len(data)} bytes, not {entry['size']}")
+        elif hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            bad.append(f"{rel} has changed (its SHA-256 differs)")
+    bad += [f"{rel} is not in the manifest (an extra file)" for rel in files if rel != MANIFEST and rel not in listed]
     if bad:
         shown = "; ".join(bad[:3]) + (" …" if len(bad) > 3 else "")
-        raise StoreError(
-            f"results store {store} is damaged: {len(bad)} of its {len(files)} files are missing or "
-            f"changed since it was written ({shown}); it was probably copied or synced only in part — "
-            "copy it again, or re-run `pickscale score`"
-        )
+        total = len(set(listed) | set(files) - {MANIFEST})
+        raise _damaged(store, f"{len(bad)} of its {total} files are missing, changed or not in its manifest "
+                              f"{MANIFEST} ({shown})")
+
+
+def _dataset_from_snapshot(store: pathlib.Path, files: Mapping[str, bytes]) -> xr.Dataset:
+    """Decode the checked bytes of a store (held in memory) into a loaded Dataset."""
+    from zarr.core.buffer import default_buffer_prototype
+
+    buffer = default_buffer_prototype().buffer
+    memory = zarr.storage.MemoryStore(
+        {rel: buffer.from_bytes(data) for rel, data in files.items() if rel != MANIFEST}, read_only=True
+    )
+    try:
+        ds = xr.open_zarr(memory, consolidated=True, zarr_format=3, chunks=None).load()
+    except Exception as exc:  # an unknown codec, metadata Zarr refuses, ...
+        raise StoreError(f"could not open results store {store}: {_describe(exc)}") from exc
+    return _strings_as_object(ds)
 
 
 def _move_into_place(tmp: pathlib.Path, target: pathlib.Path) -> None:
@@ -681,6 +836,11 @@ def _is_pickscale_store(path: pathlib.Path) -> bool:
 
 def _read_root_attrs(store: pathlib.Path) -> dict[str, Any]:
     """Root attributes of a Zarr v3 group, read straight from ``zarr.json``."""
+    return _root_attrs(store, _read_root_meta(store))
+
+
+def _read_root_meta(store: pathlib.Path) -> bytes:
+    """The bytes of a Zarr v3 store's root ``zarr.json``, or StoreError saying what the path is."""
     if not store.is_dir():
         raise StoreError(f"{store} is not a Zarr store: it is a file, not a folder")
     meta_file = store / "zarr.json"
@@ -689,8 +849,19 @@ def _read_root_attrs(store: pathlib.Path) -> dict[str, Any]:
             raise StoreError(f"{store} is a Zarr v2 store; pickscale results are Zarr v3 stores")
         raise StoreError(f"{store} is not a Zarr store (it has no zarr.json)")
     try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return meta_file.read_bytes()
+    except OSError as exc:
+        raise StoreError(
+            f"{store} is not a readable Zarr store: {meta_file} could not be read ({exc})"
+        ) from exc
+
+
+def _root_attrs(store: pathlib.Path, raw: bytes) -> dict[str, Any]:
+    """The attributes in the bytes of a root ``zarr.json``."""
+    meta_file = store / "zarr.json"
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError included
         raise StoreError(
             f"{store} is not a readable Zarr store: {meta_file} could not be read ({exc})"
         ) from exc
@@ -709,8 +880,9 @@ def _check_pickscale_attrs(store: pathlib.Path, attrs: Mapping[str, Any]) -> Non
         )
     schema = attrs.get(_SCHEMA)
     if type(schema) is not int or schema != SCHEMA_VERSION:
+        earlier = " (an earlier pickscale wrote it)" if type(schema) is int and schema < SCHEMA_VERSION else ""
         raise StoreError(
-            f"{store} has store schema {schema!r}, but this pickscale ({__version__}) reads "
+            f"{store} has store schema {schema!r}{earlier}, but this pickscale ({__version__}) reads "
             f"schema {SCHEMA_VERSION}; re-run `pickscale score` to rewrite it"
         )
     if _VERSION not in attrs:
@@ -849,7 +1021,14 @@ def _read_lock(lock: pathlib.Path) -> tuple[int | None, str | None, float]:
 
 def _take_over_if_stale(lock: pathlib.Path, target: pathlib.Path) -> None:
     """Remove ``lock`` if its owner is dead; raise StoreError if it is alive."""
-    pid, host, age = _read_lock(lock)
+    try:
+        pid, host, age = _read_lock(lock)
+    except OSError as exc:  # e.g. another user's lock this account may not read
+        raise StoreError(
+            f"cannot save results to {target}: the lock file {lock} is in the way and cannot be read "
+            f"({_describe(exc)}){_owner_note(lock)}; if no pickscale run is writing {target}, delete "
+            f"{lock} (or ask its owner to), or choose another output folder"
+        ) from None
     if age == math.inf:
         return  # vanished meanwhile: just try to create it again
     other_host = host is not None and host != socket.gethostname()
@@ -869,6 +1048,8 @@ def _take_over_if_stale(lock: pathlib.Path, target: pathlib.Path) -> None:
         os.rename(lock, aside)
     except FileNotFoundError:
         return
+    except OSError as exc:  # a sticky folder (like /tmp) and a lock of another user, a read-only folder
+        raise StoreError(_stuck_lock_message(lock, target, pid, exc)) from None
     moved_pid, _, _ = _read_lock(aside)
     if moved_pid == pid:
         aside.unlink(missing_ok=True)
@@ -883,6 +1064,39 @@ def _take_over_if_stale(lock: pathlib.Path, target: pathlib.Path) -> None:
     raise StoreError(
         f"cannot save results to {target}: another pickscale run is writing it right now "
         f"(lock file {lock}); wait for it to finish"
+    )
+
+
+def _owner_note(lock: pathlib.Path) -> str:
+    """``"; it belongs to another user, x"`` when another user owns ``lock``, else ``""``."""
+    try:
+        uid = lock.stat().st_uid
+    except OSError:
+        return ""
+    if uid == os.geteuid():
+        return ""
+    try:
+        import pwd
+
+        name = pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        name = f"uid {uid}"
+    return f"; it belongs to another user, {name}"
+
+
+def _stuck_lock_message(lock: pathlib.Path, target: pathlib.Path, pid: int | None, exc: OSError) -> str:
+    """Why a stale lock cannot be taken over, and how to clear it."""
+    run = f"pid {pid}" if pid is not None else "that never wrote its pid"
+    try:
+        sticky = bool(os.stat(lock.parent).st_mode & _stat.S_ISVTX)
+    except OSError:
+        sticky = False
+    why = (f"the folder {lock.parent} has the sticky bit (like /tmp), so only the lock file's owner, the "
+           "folder's owner or root may remove it" if sticky else f"it cannot be removed ({_describe(exc)})")
+    return (
+        f"cannot save results to {target}: the lock file {lock} is in the way: it was left by a pickscale "
+        f"run that no longer runs ({run}){_owner_note(lock)}, and {why}; delete {lock} (ask its owner or an "
+        "administrator to), or choose another output folder"
     )
 
 

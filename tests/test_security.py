@@ -176,7 +176,6 @@ def test_a_store_that_names_a_pickle_codec_is_refused(tmp_path):
     ds = pickscale.score(*map(str, plain_catalogue(seed=2, n_datasets=1, n_stations=2,
                                                    n_events=4).write_csv(tmp_path / "in")))
     store = pickscale.save(ds, tmp_path / "results.zarr")
-    (store / "pickscale-manifest.json").unlink()  # an attacker would not leave it to give them away
     meta_path = store / "recall" / "zarr.json"
     meta = json.loads(meta_path.read_text())
     meta["codecs"] = [{"name": "numcodecs.pickle", "configuration": {"protocol": 5}}]
@@ -184,6 +183,9 @@ def test_a_store_that_names_a_pickle_codec_is_refused(tmp_path):
     root = json.loads((store / "zarr.json").read_text())
     root["consolidated_metadata"]["metadata"]["recall"]["codecs"] = meta["codecs"]
     (store / "zarr.json").write_text(json.dumps(root))
+    # An attacker would write a manifest that matches: the codec itself must be refused.
+    (store / "pickscale-manifest.json").unlink()
+    pickscale.store._write_manifest(store)
     with pytest.raises(StoreError, match="numcodecs.pickle"):
         pickscale.open_results(store).load()
 

@@ -255,7 +255,7 @@ def test_existing_store_refused_without_overwrite_and_replaced_with_it(tmp_path)
 
 def test_overwrite_from_a_lazy_copy_of_the_same_store(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
-    lazy = open_results(target)  # still reading from the store being replaced
+    lazy = xr.open_zarr(target, zarr_format=3)  # still reading from the store being replaced
     save(lazy.assign_attrs(note="re-saved"), target, overwrite=True)
     got = open_results(target).load()
     assert got.attrs["note"] == "re-saved"
