@@ -39,6 +39,7 @@ __all__ = [
     "Scope",
     "ScopePlan",
     "dedupe_reference",
+    "text_codes",
     "drop_below_floor",
     "summarise_reference",
     "summarise_picks",
@@ -67,7 +68,10 @@ class Scope:
     reference, picks
         Normalised frames (same columns as the input) restricted to what is
         scored: reference deduplicated, at scored stations, inside the span;
-        picks at or above the floor at scored stations.  Index 0..n-1.
+        picks at or above the floor at scored stations.  Index 0..n-1, rows in
+        input order, dtypes as given (the engine's reference has ``Categorical``
+        text columns, possibly with unused categories: read them through
+        :func:`text_codes` or ``astype(object)``).
     models
         Dataset -> its models (≥1 pick at or above the floor at a scored
         station), sorted in code-point order.
@@ -180,12 +184,87 @@ class ScopePlan:
 # Row-level steps
 # --------------------------------------------------------------------------- #
 
+def text_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 codes per row, the distinct values as an object array of ``str``) of a text column.
+
+    A ``Categorical`` (``normalise(..., categorical=True)``) gives its own codes
+    and categories (unused categories included), without a per-row string; any
+    other column is factorized.  Codes index the values; -1 only for a missing
+    value (a normalised frame has none).
+
+    Examples
+    --------
+    >>> codes, names = text_codes(pd.Series(["b", "a", "b"]))
+    >>> codes.tolist(), names.tolist()
+    ([0, 1, 0], ['b', 'a'])
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        names = np.asarray(column.cat.categories.astype(object), dtype=object)
+        return column.cat.codes.to_numpy().astype(np.int64), names
+    codes, uniques = pd.factorize(column)
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def _groups(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, each row's index among them); by counting when ``space`` is small."""
+    if space <= max(4 * key.size, 1 << 16):
+        present = np.bincount(key, minlength=space) > 0
+        distinct = np.flatnonzero(present)
+        return distinct, (np.cumsum(present) - 1)[key]
+    distinct, inverse = np.unique(key, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def _duplicate_rows(group: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
+    """Per row: an earlier row has the same ``group`` (an integer key) and time (``duplicated(keep="first")``).
+
+    One integer hash of (time, group) — wrapping int64 arithmetic — finds the
+    candidate rows (every true duplicate and its first occurrence, plus rare
+    collisions); the exact test then runs on those few rows only.
+    """
+    n = group.size
+    dup = np.zeros(n, dtype=bool)
+    if n < 2:
+        return dup
+    with np.errstate(over="ignore"):
+        h = time_ns.astype(np.int64) * np.int64(1_000_003) + group.astype(np.int64)
+    order = np.argsort(h)
+    same = h[order[1:]] == h[order[:-1]]
+    if not same.any():
+        return dup
+    both = np.zeros(n, dtype=bool)  # in sorted order: a row equal to its neighbour on either side
+    both[1:] |= same
+    both[:-1] |= same
+    cand = np.sort(order[both])  # back in row order: "first" is the first row
+    pairs = pd.DataFrame({"g": group[cand], "t": time_ns[cand]}, copy=False)
+    dup[cand] = pairs.duplicated(keep="first").to_numpy()
+    return dup
+
+
+class _RefCodes:
+    """The reference as integer codes: dataset, station, phase per row, and time."""
+
+    def __init__(self, ref: pd.DataFrame) -> None:
+        self.d, self.d_names = text_codes(ref["dataset"])
+        self.s, self.s_names = text_codes(ref["station"])
+        self.p, self.p_names = text_codes(ref["phase"])
+        self.time = ref["time"].to_numpy(np.int64)
+        self.nd, self.ns = max(len(self.d_names), 1), max(len(self.s_names), 1)
+        self.ds = self.d * self.ns + self.s  # one integer per (dataset, station)
+
+    def duplicates(self) -> np.ndarray:
+        """Per row: a repeat of an earlier (dataset, station, phase, time)."""
+        group = self.ds * max(len(self.p_names), 1) + self.p
+        return _duplicate_rows(group, self.time)
+
+
 def dedupe_reference(ref: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Keep one reference row per (dataset, station, phase, time).
 
     ``Pg`` and ``P`` at the same instant are one arrival after normalisation.
     The first occurrence is kept (the rows are identical in every scored
-    column anyway).
+    column anyway).  Works on integer codes (text columns may be
+    ``Categorical``).
 
     Returns
     -------
@@ -199,7 +278,7 @@ def dedupe_reference(ref: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     >>> len(frame), n
     (1, 1)
     """
-    dup = ref.duplicated(subset=_KEY, keep="first").to_numpy()
+    dup = _RefCodes(ref).duplicates() if len(ref) else np.zeros(0, dtype=bool)
     return ref.loc[~dup].reset_index(drop=True), int(dup.sum())
 
 
@@ -728,7 +807,14 @@ def scope_from_summary(
     floor, combined over partitions (counts summed, ``t_min``/``t_max`` as
     min/max), and ``below_by_ds`` counts the picks below the floor per
     dataset.  The returned :class:`Scope` has an empty ``picks`` frame; its
-    ``plan`` filters the picks partition by partition.
+    ``plan`` filters the picks partition by partition.  (:func:`apply_scope`
+    is a thin wrapper: it summarises the picks and calls this.)
+
+    The reference's text columns may be ``Categorical`` (as
+    ``normalise(..., categorical=True)`` gives them) or object: every per-row
+    step — duplicates, the per-(dataset, station) summary, the station and
+    span masks, the counts — runs on integer codes; strings are handled only
+    for the distinct values.
 
     ``ref_rows`` and ``picks_rows`` (``rows_read``, ``invalid_dropped``,
     ``dropped_phases``; see :func:`nothing_left`) only improve the message
@@ -743,28 +829,64 @@ def scope_from_summary(
                              f"(all {n_below} are below it); the floor is the lowest value of "
                              "--thresholds.")
         raise InputError(nothing_left(picks_source, "picks", picks_rows or pick_summary.attrs.get("pickscale_rows")))
-    ref_all_ds = ref["dataset"].value_counts()
-    ref, n_dup = dedupe_reference(ref)
-    dup_by_ds = _difference(ref_all_ds, ref["dataset"].value_counts())
+    # Everything per row runs on integer codes; strings only for the distinct values.
+    rc = _RefCodes(ref)
+    dup = rc.duplicates()
+    n_dup = int(dup.sum())
+    dup_counts = np.bincount(rc.d[dup], minlength=len(rc.d_names))
+    dup_by_ds = {str(rc.d_names[i]): int(dup_counts[i]) for i in np.flatnonzero(dup_counts)}
+    unique = ~dup
 
-    plan = plan_scope(summarise_reference(ref), pick_summary,
+    # Per (dataset, station) of the deduplicated rows: n_reference, t_min, t_max.
+    distinct, group = _groups(rc.ds, rc.nd * rc.ns)
+    n_groups = distinct.size
+    n_ref = np.bincount(group[unique], minlength=n_groups).astype(np.int64)
+    t_min = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n_groups, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, group[unique], rc.time[unique])
+    np.maximum.at(t_max, group[unique], rc.time[unique])
+    present = n_ref > 0
+    g_d, g_s = distinct // rc.ns, distinct % rc.ns
+    g_dataset, g_station = rc.d_names[g_d], rc.s_names[g_s]
+    order = sorted(np.flatnonzero(present).tolist(), key=lambda i: (g_dataset[i], g_station[i]))
+    ref_summary = pd.DataFrame({"dataset": g_dataset[order], "station": g_station[order],
+                                "n_reference": n_ref[order], "t_min": t_min[order], "t_max": t_max[order]})
+
+    plan = plan_scope(ref_summary, pick_summary,
                       residual_tol_ns=residual_tol_ns, ref_source=ref_source,
                       picks_source=picks_source)
 
-    at_station = plan.station_mask(ref)
-    in_span = plan.span_mask(ref)
-    ref_scored = ref.loc[at_station & in_span].reset_index(drop=True)
-    outside = ref.loc[at_station & ~in_span, "dataset"].value_counts()
-    kept = ref_scored["dataset"].value_counts()
+    # The plan's decisions as tables over codes: scored (dataset, station) groups, span per dataset.
+    d_of = {d: i for i, d in enumerate(rc.d_names.tolist())}
+    s_of = {st: i for i, st in enumerate(rc.s_names.tolist())}
+    # Every scored station has arrivals, so each of these keys is one of the groups.
+    keys = np.array([d_of[d] * rc.ns + s_of[st] for d, sts in plan.stations.items() for st in sts],
+                    dtype=np.int64)
+    scored_group = np.zeros(n_groups, dtype=bool)
+    scored_group[np.searchsorted(distinct, keys)] = True
+    has_span = np.zeros(len(rc.d_names), dtype=bool)
+    lo = np.zeros(len(rc.d_names), dtype=np.int64)
+    hi = np.zeros(len(rc.d_names), dtype=np.int64)
+    for i, d in enumerate(rc.d_names.tolist()):
+        if d in plan.spans:
+            has_span[i] = True
+            lo[i], hi[i] = plan.spans[d]
+    at_station = unique & scored_group[group]
+    in_span = has_span[rc.d] & (rc.time >= lo[rc.d]) & (rc.time <= hi[rc.d])
+    scored = at_station & in_span
+    ref_scored = ref.loc[scored].reset_index(drop=True)
+    outside_counts = np.bincount(rc.d[at_station & ~in_span], minlength=len(rc.d_names))
+    kept_counts = np.bincount(rc.d[scored], minlength=len(rc.d_names))
+    outside = {str(rc.d_names[i]): int(outside_counts[i]) for i in range(len(rc.d_names))}
+    kept = {str(rc.d_names[i]): int(kept_counts[i]) for i in range(len(rc.d_names))}
 
     fatal = []
     for d in plan.stations:
         if int(kept.get(d, 0)):
             continue
-        rows = ref.loc[at_station & (ref["dataset"] == d).to_numpy()]
+        rows = np.flatnonzero(at_station & (rc.d == d_of[d]))
         summary = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(plan.stations[d])]
-        shift = shift_hint(rows["station"].to_numpy(object), rows["time"].to_numpy(np.int64), summary,
-                           residual_tol_ns)
+        shift = shift_hint(rc.s_names[rc.s[rows]], rc.time[rows], summary, residual_tol_ns)
         fatal.append(_span_error(d, plan, int(outside.get(d, 0)), residual_tol_ns, ref_source, picks_source,
                                  shift))
     if fatal:

@@ -394,3 +394,130 @@ def test_real_paired_windows():
     s2 = scope(r, p, floor=0.3)
     assert s2.exclusions["picks_below_floor"] == int((p["conf"] < 0.3).sum())
     assert (s2.picks["conf"] >= 0.3).all()
+
+
+# --------------------------------------------------------------------------- #
+# The reference as codes (issue 10): categorical input, same Scope
+# --------------------------------------------------------------------------- #
+
+def _categorical(frame: pd.DataFrame, unused: bool = False) -> pd.DataFrame:
+    """Text columns as ``Categorical`` (sorted categories, as ``normalise(..., categorical=True)`` gives)."""
+    out = frame.reset_index(drop=True).astype({c: "category" for c in ("dataset", "station", "phase")})
+    if unused:  # a frame sliced after reading keeps categories no row uses
+        for c, extra in (("dataset", "zz"), ("station", "ZZ.UNUSED"), ("phase", "S")):
+            if extra not in out[c].cat.categories:
+                out[c] = out[c].cat.add_categories([extra])
+    return out
+
+
+def _same_scope(a: Scope, b: Scope) -> None:
+    assert a.stations == b.stations and a.models == b.models and a.spans == b.spans
+    assert a.exclusions == b.exclusions and a.exclusions_by_dataset == b.exclusions_by_dataset
+    assert a.warnings == b.warnings
+    for c in ("dataset", "station", "phase"):
+        assert a.reference[c].astype(object).tolist() == b.reference[c].astype(object).tolist()
+    assert a.reference["time"].tolist() == b.reference["time"].tolist()
+
+
+def _mixed_catalogue():
+    r = pd.concat([
+        ref(["Ü.B", "A", "A", "B", "B", "C", "Ü.B"], [T, T, T, T, T + S, T, T]),  # 2 duplicates; C unpicked
+        ref(["A"], [T - 10 * S]),                                                  # outside the span
+        ref(["A", "A"], [T, T], phase=["S", "S"]),                                 # same instant, other phase
+        ref(["A"], [T], dataset="only_ref"),
+        ref(["Ü.B", "A"], [T + H, T + H], dataset="Ñuble"),
+    ], ignore_index=True)
+    p = pd.concat([
+        picks(["A", "B", "D", "Ü.B"], [T, T, T, T], model=["m2", "m1", "m1", "m1"]),
+        picks(["C"], [T], conf=0.001),
+        picks(["X"], [T], dataset="only_picks"),
+        picks(["Ü.B", "A"], [T + H, T + H], dataset="Ñuble"),
+    ], ignore_index=True)
+    return r, p
+
+
+@pytest.mark.parametrize("unused", [False, True])
+def test_categorical_reference_gives_the_same_scope(unused):
+    r, p = _mixed_catalogue()
+    a = scope(r, p)
+    b = scope(_categorical(r, unused), p)
+    _same_scope(a, b)
+    assert a.exclusions["reference_duplicates"] == 3 and a.exclusions["reference_outside_span"] == 1
+    # Row order of the input is kept (first occurrences of duplicates).
+    assert list(zip(b.reference["station"].astype(object), b.reference["time"])) == [
+        ("Ü.B", T), ("A", T), ("B", T), ("B", T + S), ("A", T), ("Ü.B", T + H), ("A", T + H)]
+    # Reversed input: same decisions.
+    c = scope(_categorical(r.iloc[::-1], unused), p)
+    assert c.exclusions == a.exclusions and c.stations == a.stations and c.spans == a.spans
+
+
+def test_categorical_reference_fatal_messages_unchanged():
+    r = ref(["A", "A"], [T, T + 30 * S])
+    p = picks(["A", "A"], [T + 2 * H, T + 2 * H + 30 * S])
+    msgs = []
+    for frame in (r, _categorical(r, unused=True)):
+        with pytest.raises(InputError) as e:
+            scope(frame, p, ref_source="reference.csv", picks_source="picks.csv")
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "2 h later" in msgs[0]
+    codes = ["CLC", "JRC2", "WBS", "WCS2", "WMF", "SLA", "TOW2"]
+    msgs = []
+    for frame in (ref(codes, [T] * 7), _categorical(ref(codes, [T] * 7))):
+        with pytest.raises(InputError) as e:
+            scope(frame, picks(["CI." + c for c in codes], [T] * 7))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "network prefixes" in msgs[0]
+
+
+def test_duplicate_rows_exact_despite_hash_collisions():
+    from pickscale.scope import _duplicate_rows
+
+    # (time 0, group 1_000_003) and (time 1, group 0) hash alike: not duplicates.
+    group = np.array([1_000_003, 0, 0, 1_000_003, 5], dtype=np.int64)
+    times = np.array([0, 1, 1, 0, 7], dtype=np.int64)
+    assert _duplicate_rows(group, times).tolist() == [False, False, True, True, False]
+    assert _duplicate_rows(group[:1], times[:1]).tolist() == [False]
+
+
+def test_combine_keeps_categoricals_with_union_of_categories():
+    from pickscale.readers import Normalised
+
+    def part(stations):
+        raw = pd.DataFrame({"station": stations, "phase": ["P"] * len(stations),
+                            "time": ["2020-01-01T00:00:00Z"] * len(stations)})
+        return normalise(raw, role="reference", source="r.csv", categorical=True)
+
+    a, b = part(["b", "Ü", "a"]), part(["B", "b."])
+    both = Normalised.combine([a, b]).frame
+    assert isinstance(both["station"].dtype, pd.CategoricalDtype)
+    assert list(both["station"].cat.categories) == ["B", "a", "b", "Ü"]  # code-point order
+    assert both["station"].astype(object).tolist() == ["b", "Ü", "a", "B", "b"]
+    assert len(both) == 5 and list(both.index) == list(range(5))
+    same = Normalised.combine([a, a]).frame  # equal categories: the codes are concatenated
+    assert same["station"].dtype == a.frame["station"].dtype
+    assert same["station"].astype(object).tolist() == ["b", "Ü", "a"] * 2
+
+
+def test_plan_and_encode_reference_on_codes_match_strings():
+    from pickscale.options import Options
+    from pickscale.units import plan_units
+
+    rng = np.random.default_rng(3)
+    n = 400
+    st = np.array(["A", "B", "Ü", "C"], dtype=object)[rng.integers(0, 4, n)]
+    times = T + rng.integers(0, 3600, n) * 10 * S
+    r = ref(list(st), times, phase=list(np.array(["P", "S"], dtype=object)[rng.integers(0, 2, n)]))
+    p = picks(["A", "B", "Ü", "Q"] * 50, T + np.arange(200) * 180 * S, model=["m1", "m2"] * 100)
+    options = Options(residual_tol=2.0)
+    out = []
+    for frame in (r, _categorical(r, unused=True)):
+        s = scope(frame, p, residual_tol_ns=options.residual_tol_ns)
+        s.pick_summary = summarise_picks(s.picks)
+        plan = plan_units(s, options, block_picks=20)
+        out.append((plan, plan.encode_reference(s.reference)))
+    (pa, ca), (pb, cb) = out
+    assert pa.cuts.keys() == pb.cuts.keys() and all(np.array_equal(pa.cuts[k], pb.cuts[k]) for k in pa.cuts)
+    assert pa.cuts  # busy stations were cut
+    assert np.array_equal(pa.unit_part, pb.unit_part)
+    pd.testing.assert_frame_equal(ca, cb)
+    assert ca["phase"].dtype == np.int8 and len(ca) == len(s.reference) > 0
