@@ -21,6 +21,8 @@ import numpy as np
 
 __all__ = ["candidate_cuts", "cut_points", "block_of"]
 
+_I64 = np.iinfo(np.int64)
+
 
 def candidate_cuts(arrivals: np.ndarray, residual_tol_ns: int) -> np.ndarray:
     """Every admissible cut: a time with no arrival within ``residual_tol`` (inclusive).
@@ -38,9 +40,13 @@ def candidate_cuts(arrivals: np.ndarray, residual_tol_ns: int) -> np.ndarray:
     if a.size == 0:
         return np.zeros(0, dtype=np.int64)
     rtol = int(residual_tol_ns)
-    gaps = np.flatnonzero(np.diff(a) >= 2 * rtol + 2)
-    inner = a[gaps] + rtol + 1
-    return np.concatenate([[a[0] - rtol - 1], inner, [a[-1] + rtol + 1]]).astype(np.int64)
+    # Gaps as uint64: two arrivals can be up to 2**64 - 2 ns apart (1677 … 2262).
+    gaps = np.flatnonzero(np.diff(a).view(np.uint64) >= 2 * rtol + 2)
+    inner = a[gaps] + rtol + 1  # < the next arrival: no wrap
+    # The outer cuts only where int64 holds them (no time lies beyond the limits anyway).
+    first = [int(a[0]) - rtol - 1] if int(a[0]) - rtol - 1 >= _I64.min else []
+    last = [int(a[-1]) + rtol + 1] if int(a[-1]) + rtol + 1 <= _I64.max else []
+    return np.concatenate([np.array(first, dtype=np.int64), inner, np.array(last, dtype=np.int64)])
 
 
 def cut_points(arrivals: np.ndarray, *, residual_tol_ns: int, span: tuple[int, int], n_blocks: int) -> np.ndarray:
@@ -65,8 +71,10 @@ def cut_points(arrivals: np.ndarray, *, residual_tol_ns: int, span: tuple[int, i
     wanted = np.array([lo + (hi - lo) * k // n_blocks for k in range(1, n_blocks)], dtype=np.int64)
     right = np.clip(np.searchsorted(cand, wanted), 0, cand.size - 1)
     left = np.clip(right - 1, 0, cand.size - 1)
-    nearest = np.where(np.abs(cand[left] - wanted) <= np.abs(cand[right] - wanted), cand[left], cand[right])
-    return np.unique(nearest)
+    # Distances in Python integers (a span can exceed int64): one per wanted cut.
+    nearest = [int(c_l) if abs(int(c_l) - w) <= abs(int(c_r) - w) else int(c_r)
+               for c_l, c_r, w in zip(cand[left], cand[right], wanted.tolist())]
+    return np.unique(np.array(nearest, dtype=np.int64))
 
 
 def block_of(times: np.ndarray, cuts: np.ndarray) -> np.ndarray:

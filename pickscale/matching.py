@@ -25,7 +25,10 @@ confidences that are not ordered along the time axis (real pickers), the
 number of rounds grows like log(n) (as in Luby's parallel independent-set
 algorithm), and each round works on the shrinking set of unsettled picks.
 
-Every comparison is on int64 nanoseconds; ``tol`` is inclusive.
+Every comparison is on int64 nanoseconds; ``tol`` is inclusive.  Times may lie
+anywhere in int64 (pandas' whole 1677–2262 range): window edges ``t ± tol``
+saturate at the int64 limits instead of wrapping, and the only differences
+formed are between a pick and an arrival of its window (at most ``tol`` apart).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 __all__ = ["greedy_match", "match_sorted", "priority_rank", "range_min", "range_max", "windows"]
 
 _BIG = np.iinfo(np.int64).max
+_SMALL = np.iinfo(np.int64).min
 
 
 def priority_rank(pick_times: np.ndarray, pick_conf: np.ndarray) -> np.ndarray:
@@ -57,14 +61,28 @@ def priority_rank(pick_times: np.ndarray, pick_conf: np.ndarray) -> np.ndarray:
 def windows(sorted_times: np.ndarray, centres: np.ndarray, half_width: int) -> tuple[np.ndarray, np.ndarray]:
     """Index range ``[lo, hi)`` of ``sorted_times`` within ``half_width`` of each centre (inclusive).
 
+    ``half_width`` >= 0.  The edges ``centre ± half_width`` saturate at the
+    int64 limits (no time lies beyond them), so centres anywhere in int64 are
+    fine.
+
     Examples
     --------
     >>> lo, hi = windows(np.array([0, 5, 10]), np.array([5]), 5)
     >>> lo.tolist(), hi.tolist()
     ([0], [3])
+    >>> big = np.iinfo(np.int64).max
+    >>> windows(np.array([-big, big]), np.array([big - 1]), 5)[0].tolist()
+    [1]
     """
-    lo = np.searchsorted(sorted_times, centres - half_width, side="left")
-    hi = np.searchsorted(sorted_times, centres + half_width, side="right")
+    half_width = int(half_width)
+    centres = np.asarray(centres, dtype=np.int64)
+    if half_width and centres.size and (centres.min() < _SMALL + half_width or centres.max() > _BIG - half_width):
+        lo_edge = np.maximum(centres, _SMALL + half_width) - half_width
+        hi_edge = np.minimum(centres, _BIG - half_width) + half_width
+    else:
+        lo_edge, hi_edge = centres - half_width, centres + half_width
+    lo = np.searchsorted(sorted_times, lo_edge, side="left")
+    hi = np.searchsorted(sorted_times, hi_edge, side="right")
     return lo, hi
 
 
@@ -220,8 +238,10 @@ def _nearest(a_t: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> 
     left = right - 1
     has_left = left >= lo
     has_right = right < hi
-    left_c = np.where(has_left, left, 0)
-    right_c = np.where(has_right, right, 0)
+    # A missing side borrows the other (the range is non-empty): every difference
+    # below is between q and an arrival of its window, never two arbitrary times.
+    left_c = np.where(has_left, left, right)
+    right_c = np.where(has_right, right, left)
     d_left = np.where(has_left, q - a_t[left_c], _BIG)
     d_right = np.where(has_right, a_t[right_c] - q, _BIG)
     take_left = has_left & (d_left <= d_right)

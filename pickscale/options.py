@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import OptionsError
 
-__all__ = ["Options", "default_grid", "fine_grid", "PHASES", "N_BINS"]
+__all__ = ["Options", "default_grid", "fine_grid", "PHASES", "N_BINS", "MAX_TOL_S", "MAX_BUDGET"]
 
 #: The two first-arrival phases scored, in the order of the ``phase`` dimension.
 PHASES: tuple[str, str] = ("P", "S")
@@ -54,6 +54,14 @@ def fine_grid(floor: float) -> np.ndarray:
     return theta[theta >= floor]
 
 
+#: Largest ``tol`` / ``residual_tol`` in seconds (~11.6 days): far beyond any phase pick's error,
+#: and small enough (1e15 ns < 2**50) that a time ± a tolerance stays far inside int64 arithmetic.
+MAX_TOL_S = 1e6
+#: Largest ``budget``: 2**53 picks, the largest whole number float64 holds exactly (the budget is
+#: an interpolation point of SPEC §7's fine curve).
+MAX_BUDGET = 2**53
+
+
 def _seconds_to_ns(value: float) -> int:
     # Round, do not truncate: 0.3 s is 299999999.99999994 ns in float64.
     return int(round(float(value) * 1e9))
@@ -68,15 +76,19 @@ class Options:
     threshold
         The shared threshold at which tables are read (default 0.3).
     tol
-        Detection tolerance in seconds (inclusive), default 0.5.
+        Detection tolerance in seconds (inclusive), default 0.5; in
+        ``[0, 1e6]`` (``tol = 0``: exact-time matches only).
     residual_tol
         Tolerance in seconds of the matching that defines onset residuals,
-        default 2.0; must be >= ``tol``.
+        default 2.0; must be >= ``tol`` and at most 1e6 s (``MAX_TOL_S``, about
+        11.6 days: a bound far beyond any pick error that keeps every
+        ``time ± tolerance`` well inside int64 nanoseconds).
     thresholds
         The sweep grid; default :func:`default_grid`.  The shared threshold is
         added if missing.  Its lowest value is the floor.
     budget
-        Matched pick budget (SPEC §7); ``None`` for the default.
+        Matched pick budget (SPEC §7), a whole number in ``[0, 2**53]``;
+        ``None`` for the default.
     exhaustive
         The reference marks every arrival: drop the ``_lb`` suffix.
 
@@ -104,6 +116,12 @@ class Options:
         rtol = _finite("residual_tol", self.residual_tol)
         if tol < 0:
             raise OptionsError(f"--tol must be >= 0 seconds; got {tol!r}.")
+        if tol > MAX_TOL_S:
+            raise OptionsError(f"tol (--tol) must be at most 1e6 seconds (about 11.6 days); got {tol!r}.")
+        if rtol > MAX_TOL_S:
+            raise OptionsError(
+                f"residual_tol (--residual-tol) must be at most 1e6 seconds (about 11.6 days); got {rtol!r}."
+            )
         if rtol < tol:
             raise OptionsError(
                 f"--residual-tol ({rtol!r} s) must be >= --tol ({tol!r} s): residuals are "
@@ -115,9 +133,17 @@ class Options:
             grid = _checked_grid(self.thresholds, threshold)
         budget = self.budget
         if budget is not None:
-            if isinstance(budget, bool) or int(budget) != budget or int(budget) < 0:
+            try:
+                whole = not isinstance(budget, bool) and int(budget) == budget
+            except (TypeError, ValueError, OverflowError):
+                whole = False
+            if not whole or int(budget) < 0:
                 raise OptionsError(f"--budget must be a whole number of picks >= 0; got {budget!r}.")
             budget = int(budget)
+            if budget > MAX_BUDGET:
+                raise OptionsError(
+                    f"budget (--budget) must be at most 2**53 = {MAX_BUDGET} picks; got {self.budget!r}."
+                )
         object.__setattr__(self, "threshold", threshold)
         object.__setattr__(self, "tol", tol)
         object.__setattr__(self, "residual_tol", rtol)
