@@ -46,7 +46,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from .options import PHASES, Options
 from .results import metric_name
@@ -54,6 +54,7 @@ from .results import metric_name
 __all__ = [
     "FIGURES",
     "model_colors",
+    "model_styles",
     "recall_treatments",
     "operating_curves",
     "timing",
@@ -86,6 +87,16 @@ _PALETTE: tuple[str, ...] = (
     "#f032e6",  # magenta
     "#9a6324",  # ochre
 )
+#: How many models each figure draws at most; beyond that, the best by recall at the shared threshold,
+#: and the figure says "showing N of M models".
+_MAX_MODELS: dict[str, int] = {
+    "recall_treatments": 16,
+    "operating_curves": 8,
+    "timing": 16,
+    "residuals": 10,
+    "reliability": 8,
+    "stations": 24,
+}
 _REF = "#222222"  # reference lines
 _NODATA = "#d9d9d9"  # cells / notes for "not scored"
 _TEXT2PATH = TextToPath()
@@ -261,6 +272,118 @@ def _caption(fig: Figure, text: str, legend: Any = None) -> None:
     fig.suptitle("\n".join(lines), x=0.005, ha="left", fontsize=size)
 
 
+def _footnote(fig: Figure, notes: Sequence[str]) -> None:
+    """Small print under the figure (what is left out, what a missing mark means), laid out by
+    constrained layout so that it stays on the canvas."""
+    notes = [n for n in notes if n]
+    if notes:
+        fig.supxlabel("\n".join(notes), x=0.005, ha="left", fontsize=7.5, color="#444444")
+
+
+def _fmt_pct(fraction: float) -> str:
+    """A rate as a percentage that never reads 0 or 100 when it is not.
+
+    >>> _fmt_pct(0.0), _fmt_pct(0.0004), _fmt_pct(0.0123), _fmt_pct(0.9996), _fmt_pct(1.0)
+    ('0 %', '<0.1 %', '1.2 %', '>99.9 %', '100 %')
+    """
+    f = float(fraction)
+    if not np.isfinite(f):
+        return "–"
+    if f <= 0:
+        return "0 %"
+    if f >= 1:
+        return "100 %"
+    pct = 100 * f
+    if pct < 0.05:
+        return "<0.1 %"
+    if pct >= 99.95:
+        return ">99.9 %"
+    return f"{pct:.1f} %"
+
+
+def _fmt_signed_s(seconds: float) -> str:
+    """A signed time: ms below 1 s (one decimal below 10 ms), no sign on zero, a true minus sign.
+
+    >>> _fmt_signed_s(0.153), _fmt_signed_s(-0.0025), _fmt_signed_s(-1e-7), _fmt_signed_s(1.25)
+    ('+153 ms', '−2.5 ms', '0 ms', '+1.25 s')
+    """
+    v = float(seconds)
+    if not np.isfinite(v):
+        return "–"
+    if abs(v) >= 0.9995:
+        text, unit = f"{abs(v):.2f}", "s"
+    else:
+        ms = abs(v) * 1000
+        text, unit = (f"{ms:.1f}".removesuffix(".0") if ms < 9.95 else f"{ms:.0f}"), "ms"
+    if float(text) == 0:
+        return f"0 {unit}"
+    return f"{'+' if v > 0 else '−'}{text} {unit}"
+
+
+def _fmt_s(seconds: float) -> str:
+    """An unsigned time, in ms below 1 s."""
+    return _fmt_signed_s(abs(float(seconds))).lstrip("+")
+
+
+#: Line styles that tell apart models drawn in similar places (and models that share a colour).
+_DASHES: tuple[Any, ...] = ("-", (0, (5.0, 1.6)), (0, (1.2, 1.3)), (0, (6.0, 1.5, 1.5, 1.5)))
+
+
+def model_styles(models: Iterable[str]) -> dict[str, Any]:
+    """One line style per model, like :func:`model_colors` (sorted names), so that models with
+    close curves, or the same colour beyond 14 models, stay apart."""
+    names = sorted({str(m) for m in models})
+    return {name: _DASHES[i % len(_DASHES)] for i, name in enumerate(names)}
+
+
+def _rank_models(ds: xr.Dataset, dsets: Sequence[str], mods: Sequence[str]) -> list[str]:
+    """Models best first: mean recall at the shared threshold over the selected datasets and
+    both phases where the model ran (ties and models without a recall: by name)."""
+    if not mods:
+        return []
+    ti = _tidx(ds, _options(ds).threshold)
+    rec = ds.recall.isel(threshold=ti).sel(dataset=list(dsets), model=list(mods))
+    present = ds.model_present.sel(dataset=list(dsets), model=list(mods))
+    vals = np.asarray(rec.where(present).transpose("model", ...).values, dtype=float).reshape(len(mods), -1)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(vals)
+        score = np.where(ok.any(1), np.where(ok, vals, 0).sum(1) / np.maximum(ok.sum(1), 1), -np.inf)
+    order = sorted(range(len(mods)), key=lambda i: (-score[i], str(mods[i])))
+    return [str(mods[i]) for i in order]
+
+
+def _cap_models(
+    ds: xr.Dataset, dsets: Sequence[str], mods: Sequence[str], limit: int
+) -> tuple[list[str], str]:
+    """At most ``limit`` models, the best by recall at the shared threshold, kept in Dataset order.
+
+    Returns the models to draw and a note ("showing 8 of 300 models: …"), empty when none is left out.
+    """
+    limit = max(int(limit), 1)
+    if len(mods) <= limit:
+        return list(mods), ""
+    keep = set(_rank_models(ds, dsets, mods)[:limit])
+    theta = _fmt_theta(_options(ds).threshold)
+    note = (f"showing {limit} of {len(mods)} models: the best {limit} by recall at threshold {theta} "
+            "(pass models=[...] to choose)")
+    return [m for m in mods if m in keep], note
+
+
+def _zoom_limits(values: Any, *, top: float = 1.0, step: float = 0.05, floor_below: float = 0.3) -> tuple[float, float]:
+    """Axis limits for rates in [0, top] that zoom on the data: from a round value below the
+    smallest one to just above ``top``; from 0 when the data reach down to ``floor_below``."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return 0.0, top * 1.04
+    lo, hi = float(v.min()), float(v.max())
+    pad = max(0.02, 0.1 * (hi - lo))
+    start = np.floor((lo - pad) / step) * step
+    if start <= floor_below:
+        start = 0.0
+    return float(start), float(top + 0.04 * (top - start))
+
+
 def _count_label(value: float, _pos: Any = None) -> str:
     """Tick label for a count axis: 1, 20, 500, 2k, 10k."""
     if value >= 1000:
@@ -317,9 +440,10 @@ def recall_treatments(
     dsets, mods = _select(ds, datasets, models)
     colors = model_colors(_names(ds.model.values))
     ti = _tidx(ds, opts.threshold)
-    recall = ds.recall.isel(threshold=ti)
-    at_budget = ds.recall_at_budget
+    recall = ds.recall.isel(threshold=ti).load()
+    at_budget = ds.recall_at_budget.load()
     n_ref = _n_ref(ds)
+    mods, cap_note = _cap_models(ds, dsets, mods, _MAX_MODELS["recall_treatments"])
 
     groups = {d: [m for m in mods if _present(ds, d, m)] for d in dsets}
     width_slots = max([len(g) for g in groups.values()] + [1])
@@ -338,9 +462,19 @@ def recall_treatments(
     dot = float(np.clip(0.55 * bar_pt, 3.5, 8.0))
     # Not sharex: the tick labels carry each phase's own arrival count and budget.
     axes = fig.subplots(2, 1, sharey=True)
+    # The recall axis zooms on the values drawn (differences between 0.8 and 1.0 are what matter);
+    # both panels share it.
+    drawn_values = [
+        v
+        for d, ms in groups.items()
+        for m in ms
+        for v in (recall.sel(dataset=d, model=m).values, at_budget.sel(dataset=d, model=m).values)
+    ]
+    y0, y1 = _zoom_limits(np.concatenate([np.ravel(v) for v in drawn_values]) if drawn_values else [])
     missing_dot = False
     for ax, phase in zip(axes, PHASES):
         labels = []
+        xtr = ax.get_xaxis_transform()
         for i, d in enumerate(dsets):
             n = int(n_ref.sel(dataset=d, phase=phase))
             b = int(ds.budget.sel(dataset=d, phase=phase))
@@ -348,10 +482,11 @@ def recall_treatments(
             ms = groups[d]
             if n == 0:
                 ax.text(i, 0.5, f"no {phase} arrivals\nin the reference", ha="center", va="center",
-                        color="#555555", fontsize=7.5)
+                        color="#555555", fontsize=7.5, transform=xtr)
                 continue
             if not ms:
-                ax.text(i, 0.5, "no model ran", ha="center", va="center", color="#555555", fontsize=7.5)
+                ax.text(i, 0.5, "no model ran", ha="center", va="center", color="#555555", fontsize=7.5,
+                        transform=xtr)
                 continue
             for k, m in enumerate(ms):
                 x = i + (k - (len(ms) - 1) / 2) * bar_w
@@ -369,8 +504,10 @@ def recall_treatments(
         ax.set_xticklabels(labels, rotation=30 if rotate else 0, ha="right" if rotate else "center",
                            rotation_mode="anchor" if rotate else "default")
         ax.set_xlim(-0.6, len(dsets) - 0.4)
-        ax.set_ylim(0, 1.04)
-        ax.set_ylabel(f"recall of {phase} arrivals")
+        ax.set_ylim(y0, y1)
+        ax.set_yticks([t for t in np.arange(0, 1.0001, 0.05 if y0 >= 0.5 else 0.1 if y0 > 0 else 0.2)
+                       if t >= y0 - 1e-9])
+        ax.set_ylabel(f"recall of {phase} arrivals" + (f"\n(axis from {y0:.2f})" if y0 > 0 else ""))
         ax.set_title(f"{phase}", fontweight="bold")
         ax.grid(axis="x", visible=False)
     handles = _model_handles([m for m in mods if any(m in g for g in groups.values())], colors)
@@ -379,12 +516,14 @@ def recall_treatments(
         Line2D([], [], marker="o", ls="-", lw=0.8, color="#bbbbbb", mec=_REF, label="dot: recall at the\nmatched pick budget"),
     ]
     legend = fig.legend(handles=handles, loc="outside right upper", ncols=_legend_cols(len(handles)))
-    note = "\nNo dot: the budget lies outside that model's range of emitted picks." if missing_dot else ""
+    _footnote(fig, [
+        cap_note,
+        "No dot: the budget lies outside that model's range of emitted picks." if missing_dot else "",
+    ])
     _caption(
         fig,
-        f"Recall, two treatments — bars: at the shared threshold {_fmt_theta(opts.threshold)} · dots: at the matched "
-        "pick budget (every model read at the same number of picks). A bar far above its dot is recall bought "
-        f"with extra picks.{note}",
+        f"Recall at the shared threshold {_fmt_theta(opts.threshold)} (bars) and at the matched pick budget (dots). "
+        "A bar far above its dot is recall bought with extra picks.",
         legend,
     )
     return fig
@@ -402,7 +541,7 @@ def operating_curves(
 ) -> Figure:
     """Each model's whole operating curve, and where the treatments read it.
 
-    For every dataset and phase, two panels from the fine curve (SPEC §7):
+    For every dataset and phase with arrivals, a row of two panels from the fine curve (SPEC §7):
 
     * recall against picks emitted, one line per model, with a dot where the
       shared threshold reads it, a star at the model's own best threshold
@@ -426,7 +565,10 @@ def operating_curves(
     Returns
     -------
     matplotlib.figure.Figure
-        Four axes per dataset (P: recall–picks and precision–recall; S: the same).
+        Two axes (recall–picks, precision–recall) per dataset and phase with arrivals, one row
+        each; at most eight models (the best by recall at the shared threshold, stated below
+        the figure).  Line style and colour tell the models apart; the marks are hollow, so
+        models that meet at the knee stay visible.
 
     Examples
     --------
@@ -438,95 +580,111 @@ def operating_curves(
     ex = opts.exhaustive
     prec_name, ap_name = metric_name("precision_lb", ex), metric_name("ap_lb", ex)
     dsets, mods = _select(ds, datasets, models)
-    colors = model_colors(_names(ds.model.values))
+    mods, cap_note = _cap_models(ds, dsets, mods, _MAX_MODELS["operating_curves"])
+    all_models = _names(ds.model.values)
+    colors, styles = model_colors(all_models), model_styles(all_models)
     n_ref = _n_ref(ds)
-    fe_all, fm_all = ds.fine_emitted, ds.fine_matched
+    fe_all = ds.fine_emitted.sel(dataset=dsets, model=mods).load() if mods else None
+    fm_all = ds.fine_matched.sel(dataset=dsets, model=mods).load() if mods else None
     fi_shared = _fidx(ds, opts.threshold)
     fine = ds.fine_threshold.values
 
-    shown: list[str] = []
-    fig = Figure(figsize=(15.5, 0.9 + 3.0 * len(dsets)), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(len(dsets), 4, squeeze=False))
-    many = len(mods) > 6
-    for r, d in enumerate(dsets):
+    # One row per (dataset, phase) with arrivals and a model: two roomy panels side by side.
+    rows, skipped = [], []
+    for d in dsets:
         ms = [m for m in mods if _present(ds, d, m)]
-        for p, phase in enumerate(PHASES):
-            ax_r, ax_p = axes[r, 2 * p], axes[r, 2 * p + 1]
+        for phase in PHASES:
             n = int(n_ref.sel(dataset=d, phase=phase))
-            title = f"{d} · {phase} · {n} arrivals"
-            if n == 0 or not ms:
-                msg = f"no {phase} arrivals in the reference" if n == 0 else "no model ran on this dataset"
-                for ax in (ax_r, ax_p):
-                    ax.set_title(title)
-                    _empty_note(ax, msg)
-                continue
-            budget = int(ds.budget.sel(dataset=d, phase=phase))
-            xmax = 1
-            for m in ms:
-                fe = fe_all.sel(dataset=d, model=m, phase=phase).values.astype(float)
-                fm = fm_all.sel(dataset=d, model=m, phase=phase).values.astype(float)
-                ok = fe > 0
-                if not ok.any():
-                    continue
-                if m not in shown:
-                    shown.append(m)
-                xmax = max(xmax, fe.max())
-                rec = fm / n
-                prec = np.where(ok, fm / np.where(ok, fe, 1), np.nan)
-                c = colors[m]
-                ax_r.plot(fe[ok], rec[ok], color=c, lw=1.3)
-                ap = float(ds[ap_name].sel(dataset=d, model=m, phase=phase))
-                ax_p.plot(rec[ok], prec[ok], color=c, lw=1.3, label=f"{m}  {ap:.2f}" if many else f"{m}: {ap_name} {ap:.2f}")
-                points = [(fi_shared, "o", 5.5)]
-                bt = float(ds.best_threshold.sel(dataset=d, model=m, phase=phase))
-                if np.isfinite(bt):
-                    points.append((int(np.argmin(np.abs(fine - bt))), "*", 10.0))
-                for k, marker, size in points:
-                    if fe[k] > 0:
-                        ax_r.plot(fe[k], rec[k], marker, ms=size, color=c, mec=_REF, mew=0.6, zorder=4)
-                        ax_p.plot(rec[k], prec[k], marker, ms=size, color=c, mec=_REF, mew=0.6, zorder=4)
-            # The ceiling: one true pick per arrival until every arrival is found.
-            xs = np.geomspace(1, max(xmax, n) * 1.05, 200) if log_emitted else np.linspace(0, max(xmax, n) * 1.05, 200)
-            ax_r.plot(xs, np.minimum(1.0, xs / n), color="#9a9a9a", lw=0.9, ls=":", zorder=1)
-            if budget > 0:
-                ax_r.axvline(budget, color=_REF, ls="--", lw=0.9, zorder=2)
-                ax_r.annotate(f"budget\n{budget}", (budget, 0.03), xytext=(3, 0), textcoords="offset points",
-                              fontsize=7, ha="left", va="bottom", color=_REF)
-            if log_emitted:
-                ax_r.set_xscale("log")
-                ax_r.set_xlim(left=max(0.8, min(budget if budget > 0 else n, n) / 20))
-                # Plain numbers at 1-2-5 steps: readable whether the range spans one decade or four.
-                ax_r.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-                ax_r.xaxis.set_major_formatter(FuncFormatter(_count_label))
-                ax_r.xaxis.set_minor_formatter(NullFormatter())
+            if n == 0:
+                skipped.append(f"{d} · {phase} (no arrivals)")
+            elif not ms:
+                skipped.append(f"{d} · {phase} (no model ran)")
             else:
-                ax_r.set_xlim(left=0)
-            ax_r.set_ylim(0, 1.03)
-            ax_r.set_xlabel("picks emitted" + (" (log scale)" if log_emitted else ""))
-            ax_r.set_ylabel("recall")
-            ax_r.set_title(title)
-            ax_p.set_xlim(0, 1.03)
-            ax_p.set_ylim(0, 1.03)
-            ax_p.set_xlabel("recall")
-            ax_p.set_ylabel(prec_name)
-            ax_p.set_title(f"{d} · {phase} · {prec_name} vs recall")
-            ax_p.legend(loc="best", fontsize=6.5 if many else 7, ncols=2 if len(ms) > 6 else 1,
-                        title=ap_name if many else None, title_fontsize=6.5, handlelength=1.2,
-                        borderaxespad=0.3, labelspacing=0.25, columnspacing=0.8)
-    handles = _model_handles(shown, colors, kind="line")
+                rows.append((d, phase, n, ms))
+    longest = max([len(m) for m in mods] + [8])
+    ap_legend_w = 0.9 + 0.06 * longest
+    fig_legend_w = 1.1 + 0.065 * max(longest, 20)
+    row_h = 3.1 if len(rows) <= 8 else 2.6
+    fig = Figure(figsize=(2 * 4.6 + ap_legend_w + fig_legend_w, 1.2 + row_h * max(len(rows), 1)),
+                 layout="constrained")
+    axes = fig.subplots(max(len(rows), 1), 2, squeeze=False)
+    if not rows:
+        for ax in axes[0]:
+            _empty_note(ax, "no dataset with arrivals and a model")
+    shown: list[str] = []
+    mark = dict(mfc="none", mew=1.3, zorder=4, ls="none")
+    for r, (d, phase, n, ms) in enumerate(rows):
+        ax_r, ax_p = axes[r, 0], axes[r, 1]
+        budget = int(ds.budget.sel(dataset=d, phase=phase))
+        xmax = 1.0
+        for m in ms:
+            fe = fe_all.sel(dataset=d, model=m, phase=phase).values.astype(float)
+            fm = fm_all.sel(dataset=d, model=m, phase=phase).values.astype(float)
+            ok = fe > 0
+            if not ok.any():
+                continue
+            if m not in shown:
+                shown.append(m)
+            xmax = max(xmax, fe.max())
+            rec = fm / n
+            prec = np.where(ok, fm / np.where(ok, fe, 1), np.nan)
+            c, ls = colors[m], styles[m]
+            ax_r.plot(fe[ok], rec[ok], color=c, ls=ls, lw=1.4, gid=f"curve:{m}")
+            ap = float(ds[ap_name].sel(dataset=d, model=m, phase=phase))
+            ax_p.plot(rec[ok], prec[ok], color=c, ls=ls, lw=1.4, label=f"{m}: {ap_name} {ap:.2f}")
+            # Hollow marks: where several models meet at the knee, every ring stays visible.
+            points = [(fi_shared, "o", 7.0)]
+            bt = float(ds.best_threshold.sel(dataset=d, model=m, phase=phase))
+            if np.isfinite(bt):
+                points.append((int(np.argmin(np.abs(fine - bt))), "*", 11.0))
+            for k, marker, size in points:
+                if fe[k] > 0:
+                    ax_r.plot(fe[k], rec[k], marker=marker, ms=size, mec=c, **mark)
+                    ax_p.plot(rec[k], prec[k], marker=marker, ms=size, mec=c, **mark)
+        # The ceiling: one true pick per arrival until every arrival is found.
+        xs = np.geomspace(1, max(xmax, n) * 1.05, 200) if log_emitted else np.linspace(0, max(xmax, n) * 1.05, 200)
+        ax_r.plot(xs, np.minimum(1.0, xs / n), color="#9a9a9a", lw=0.9, ls=":", zorder=1)
+        if budget > 0:
+            ax_r.axvline(budget, color=_REF, ls="--", lw=0.9, zorder=2)
+            ax_r.annotate(f"budget {budget}", (budget, 0.03), xytext=(3, 0), textcoords="offset points",
+                          fontsize=7, ha="left", va="bottom", color=_REF)
+        if log_emitted:
+            ax_r.set_xscale("log")
+            ax_r.set_xlim(left=max(0.8, min(budget if budget > 0 else n, n) / 20), right=max(xmax, n) * 1.3)
+            # Plain numbers at 1-2-5 steps: readable whether the range spans one decade or four.
+            ax_r.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax_r.xaxis.set_major_formatter(FuncFormatter(_count_label))
+            ax_r.xaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax_r.set_xlim(left=0)
+        ax_r.set_ylim(-0.02, 1.04)
+        ax_r.set_xlabel("picks emitted" + (" (log scale)" if log_emitted else ""))
+        ax_r.set_ylabel("recall")
+        ax_r.set_title(f"{d} · {phase} · {n} arrivals", fontweight="bold")
+        ax_p.set_xlim(-0.02, 1.04)
+        ax_p.set_ylim(-0.02, 1.04)
+        ax_p.set_xlabel("recall")
+        ax_p.set_ylabel(prec_name)
+        ax_p.set_title(f"{prec_name} vs recall")
+        ax_p.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, borderaxespad=0.0,
+                    handlelength=2.2, labelspacing=0.35, alignment="left")
+    handles = [Line2D([], [], color=colors[m], ls=styles[m], lw=1.6, label=m) for m in shown]
     handles += [
-        Line2D([], [], marker="o", ls="none", color="#bbbbbb", mec=_REF, label=f"shared threshold {_fmt_theta(opts.threshold)}"),
-        Line2D([], [], marker="*", ms=10, ls="none", color="#bbbbbb", mec=_REF, label="own best threshold\n(highest " + metric_name("f1_lb", ex) + ")"),
+        Line2D([], [], marker="o", ms=7, ls="none", mfc="none", mec=_REF, mew=1.3,
+               label=f"shared threshold {_fmt_theta(opts.threshold)}"),
+        Line2D([], [], marker="*", ms=11, ls="none", mfc="none", mec=_REF, mew=1.3,
+               label="own best threshold\n(highest " + metric_name("f1_lb", ex) + ")"),
         Line2D([], [], color=_REF, ls="--", lw=0.9, label="matched pick budget"),
         Line2D([], [], color="#9a9a9a", ls=":", lw=0.9, label="ceiling: every pick\nmatches an arrival"),
     ]
-    legend = fig.legend(handles=handles, loc="outside right upper", ncols=_legend_cols(len(handles), 20))
+    legend = fig.legend(handles=handles, loc="outside right upper", ncols=_legend_cols(len(handles), 20),
+                        handlelength=2.4)
+    _footnote(fig, [cap_note, ("not shown: " + "; ".join(skipped)) if skipped else "",
+                    _lb_note(ex).lstrip(" —").capitalize()])
     _caption(
         fig,
-        "Operating curves from the fine threshold sweep (conf ≥ k/1000). Left of each pair: recall against picks "
-        f"emitted — dot: shared threshold {_fmt_theta(opts.threshold)}, star: own best threshold, dashed: matched "
-        f"budget; a model's lead at the shared threshold that vanishes at the budget line was bought with picks. "
-        f"Right: {prec_name} against recall, {ap_name} in the legend{_lb_note(ex)}.",
+        f"Operating curves (fine threshold sweep). Left: recall against picks emitted; a lead at the shared "
+        f"threshold that vanishes at the budget line was bought with picks. Right: {prec_name} against recall.",
         legend,
     )
     return fig
@@ -541,10 +699,12 @@ def timing(
     datasets: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
 ) -> Figure:
-    """Onset-time error at the shared threshold: MAE (bars) and median |residual| (diamonds).
+    """Onset-time error at the shared threshold: MAE (bars), median |residual| (diamonds) and
+    bias, the signed median residual (ticks, early < 0 < late).
 
-    One panel per phase; datasets stacked down the y axis, one row per model.
-    Beside each row: the gross-error rate (the fraction of residuals beyond
+    One panel per phase; datasets stacked down the y axis, one row per model
+    (at most 16, the best by recall at the shared threshold, stated below the figure).
+    Beside each row: the bias, the gross-error rate (the fraction of residuals beyond
     the detection tolerance ``tol``; residuals are matched at the wider
     ``residual_tol`` so that this fraction is not defined away) and the number
     of residual pairs.  A MAE far above the median means a heavy tail; a
@@ -571,10 +731,14 @@ def timing(
     """
     opts = _options(ds)
     dsets, mods = _select(ds, datasets, models)
+    mods, cap_note = _cap_models(ds, dsets, mods, _MAX_MODELS["timing"])
     colors = model_colors(_names(ds.model.values))
     ti = _tidx(ds, opts.threshold)
-    mae, medae = ds.mae.isel(threshold=ti), ds.medae.isel(threshold=ti)
-    gross, npairs = ds.gross_error_rate.isel(threshold=ti), ds["n"].isel(threshold=ti)
+    sub = dict(dataset=dsets, model=mods)
+    mae, medae = ds.mae.isel(threshold=ti).sel(**sub).load(), ds.medae.isel(threshold=ti).sel(**sub).load()
+    bias = ds.bias.isel(threshold=ti).sel(**sub).load()
+    gross = ds.gross_error_rate.isel(threshold=ti).sel(**sub).load()
+    npairs = ds["n"].isel(threshold=ti).sel(**sub).load()
     n_ref = _n_ref(ds)
 
     # Row layout shared by both panels: a header per dataset, then its models.
@@ -584,10 +748,19 @@ def timing(
         rows.append((d, None))
         rows.extend((d, m) for m in ms)
     y = {row: -i for i, row in enumerate(rows)}
-    vals = np.r_[mae.sel(dataset=dsets, model=mods).values.ravel(), medae.sel(dataset=dsets, model=mods).values.ravel()]
-    xmax = float(np.nanmax(vals)) if np.isfinite(vals).any() else opts.tol
-    xmax = max(xmax, 1e-3)
-    fig = Figure(figsize=(11.0, 1.6 + 0.24 * len(rows)), layout="constrained")
+
+    def finite(a: xr.DataArray) -> np.ndarray:
+        v = np.asarray(a.values, dtype=float).ravel()
+        return v[np.isfinite(v)]
+
+    pos = np.r_[finite(mae), finite(medae), np.abs(finite(bias))]
+    xmax = max(float(pos.max()) if pos.size else opts.tol, 1e-3)
+    signed = finite(bias)
+    xmin = min(0.0, float(signed.min()) if signed.size else 0.0)
+    span = xmax - xmin
+    # Bars and marks use the left part of each panel; the right part holds the text of each row.
+    left, right = xmin - 0.06 * span, xmin + span / 0.52
+    fig = Figure(figsize=(12.5, 1.7 + 0.25 * len(rows)), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     shown: list[str] = []
     for ax, phase in zip(axes, PHASES):
@@ -608,16 +781,21 @@ def timing(
                 continue
             a = float(mae.sel(dataset=d, model=m, phase=phase))
             b = float(medae.sel(dataset=d, model=m, phase=phase))
+            s = float(bias.sel(dataset=d, model=m, phase=phase))
             g = float(gross.sel(dataset=d, model=m, phase=phase))
             ax.barh(yy, a, height=0.72, color=colors[m], alpha=0.85, gid=f"mae:{m}")
             if m not in shown:
                 shown.append(m)
             ax.plot(b, yy, "D", ms=4.5, mfc="white", mec=_REF, mew=0.9, zorder=3, clip_on=False)
-            ax.annotate(f"{100 * g:.1f}% gross · n {k}", (max(a, b), yy), xytext=(6, 0), textcoords="offset points",
-                        va="center", ha="left", fontsize=7, color="#333333")
-        # Room on the right for the annotations.
-        ax.set_xlim(0, xmax * 1.55)
-        ax.set_xlabel("onset error (s)")
+            # The sign: a model that is late is not only "off by 0.15 s".
+            ax.plot(s, yy, "|", ms=11, mew=2.2, color=_REF, zorder=4, gid=f"bias:{m}")
+            ax.text(0.995, yy, f"bias {_fmt_signed_s(s)} · {_fmt_pct(g)} gross · n {k}", transform=ytr,
+                    va="center", ha="right", fontsize=7, color="#333333")
+        ax.axvline(0, color="#777777", lw=0.8, zorder=2)
+        ax.set_xlim(left, right)
+        # Ticks (and grid lines) only under the bars, not under the text.
+        ax.set_xticks([t for t in MaxNLocator(6).tick_values(xmin, xmax) if xmin - 1e-12 <= t <= xmax * 1.1])
+        ax.set_xlabel("onset error (s)   bias: early < 0 < late")
         ax.set_title(f"{phase} onsets", fontweight="bold")
         ax.grid(axis="y", visible=False)
     ax0 = axes[0]
@@ -632,20 +810,68 @@ def timing(
     handles += [
         Patch(facecolor="#bbbbbb", label="bar: MAE\n(mean |residual|)"),
         Line2D([], [], marker="D", ls="none", mfc="white", mec=_REF, label="◇: median |residual|\n(medae)"),
+        Line2D([], [], marker="|", ms=11, mew=2.2, ls="none", color=_REF,
+               label="|: bias, the signed\nmedian residual"),
     ]
     legend = fig.legend(handles=handles, loc="outside right upper", ncols=_legend_cols(len(handles), 20))
+    _footnote(fig, [cap_note])
     _caption(
         fig,
-        f"Onset time at the shared threshold {_fmt_theta(opts.threshold)} — bar: MAE, ◇: median |residual|, "
-        f"text: gross-error rate (share of residuals beyond the detection tolerance {opts.tol:g} s) and number "
-        f"of pairs. Residuals are matched within {opts.residual_tol:g} s, so the tail beyond {opts.tol:g} s is "
-        "counted, not cut off; a MAE far above the median is that tail.",
+        f"Onset time at the shared threshold {_fmt_theta(opts.threshold)}. Gross: share of residuals beyond "
+        f"the detection tolerance {opts.tol:g} s (pairs matched within {opts.residual_tol:g} s); a MAE far "
+        "above the median is that tail, a bias far from 0 a late or early picker.",
         legend,
     )
     return fig
 
 
 # ---------------------------------------------------------------- residuals
+
+def _residual_bins(
+    e: np.ndarray, *, tol: float, residual_tol: float, bin_width: float | None
+) -> tuple[np.ndarray, float]:
+    """Histogram edges for residuals ``e`` (s): the view and the bins follow the data.
+
+    The view covers 99 % of the pairs (and ±``tol`` unless that is far beyond them), never more
+    than ±``residual_tol``; the default bin width is the Freedman–Diaconis width rounded to
+    1-2-5, and a multiple of the residuals' time quantum (pickers write times on a sample grid:
+    bins narrower than it, or not aligned with it, make combs).  Bins are centred on multiples
+    of the width, so zero is a bin centre.  Nothing divides by ``tol``: ``tol = 0`` works.
+    """
+    e = np.asarray(e, dtype=float)
+    e = e[np.isfinite(e)]
+    a = np.abs(e)
+    q99 = float(np.quantile(a, 0.99)) if a.size else 0.0
+    view = 1.15 * q99
+    if tol > 0 and (tol <= 4 * q99 or not a.size):
+        view = max(view, 1.1 * tol)
+    if residual_tol > 0:
+        view = min(view, residual_tol)
+    if not (view > 0):
+        view = max(residual_tol, tol, float(a.max()) if a.size else 0.0, 0.05)
+    quantum = 0.0
+    ns = np.round(a * 1e9).astype(np.int64)
+    ns = ns[ns > 0]
+    if ns.size:
+        quantum = float(np.gcd.reduce(ns)) / 1e9
+    if bin_width is not None and bin_width > 0:
+        width = float(bin_width)
+    else:
+        inside = e[np.abs(e) <= view]
+        width = 0.0
+        if inside.size >= 4:
+            q1, q3 = np.quantile(inside, [0.25, 0.75])
+            width = 2 * (q3 - q1) / inside.size ** (1 / 3)
+        width = float(np.clip(width, view / 150, view / 12)) if width > 0 else view / 40
+        exp = np.floor(np.log10(width))
+        mant = width / 10**exp
+        width = float((1 if mant < 1.5 else 2 if mant < 3.5 else 5 if mant < 7.5 else 10) * 10**exp)
+        if quantum >= view / 150:
+            width = max(1, round(width / quantum)) * quantum
+    n = int(np.ceil(view / width - 0.5))
+    edges = (np.arange(-n, n + 2) - 0.5) * width
+    return edges, width
+
 
 @_styled
 def residuals(
@@ -690,6 +916,7 @@ def residuals(
     """
     opts = _options(ds)
     dsets, mods = _select(ds, datasets, models)
+    mods, cap_note = _cap_models(ds, dsets, mods, _MAX_MODELS["residuals"])
     colors = model_colors(_names(ds.model.values))
     all_d, all_m = _names(ds.dataset.values), _names(ds.model.values)
     pd_ = ds.pair_dataset.values
@@ -699,11 +926,8 @@ def residuals(
     rows = [m for m in mods if np.any(keep & (pm == all_m.index(m)))]
     # Models that ran on a selected dataset but left no pair there still deserve a row.
     rows = [m for m in mods if m in rows or any(_present(ds, d, m) for d in dsets)]
-    width = bin_width or opts.tol / 20
-    half = opts.residual_tol
-    edges = np.arange(-half, half + width / 2, width)
-    if edges.size < 2:
-        edges = np.array([-half, half])
+    drawn = keep & np.isin(pm, [all_m.index(m) for m in rows])
+    edges, width = _residual_bins(res[drawn], tol=opts.tol, residual_tol=opts.residual_tol, bin_width=bin_width)
 
     n_rows = max(len(rows), 1)
     fig = Figure(figsize=(10.5, 1.5 + 1.6 * n_rows), layout="constrained")
@@ -722,6 +946,8 @@ def residuals(
                         ha="center", va="center", color="#555555", fontsize=8)
                 ax.set_yticks([])
             else:
+                # Pairs beyond the view are counted in the end bins (and said so).
+                off = int(np.sum((e < edges[0]) | (e > edges[-1])))
                 counts, _ = np.histogram(np.clip(e, edges[0], edges[-1]), bins=edges)
                 ymax = max(ymax, counts.max())
                 ax.stairs(counts, edges, fill=True, color=colors[m], alpha=0.75, gid=f"residuals:{m}")
@@ -729,7 +955,9 @@ def residuals(
                 med = float(np.median(e))
                 gross = float(np.mean(np.abs(e) > opts.tol))
                 ax.axvline(med, color=_REF, lw=1.1, ls="-")
-                ax.text(0.99, 0.95, f"n {e.size} · median {med:+.3f} s\n{100 * gross:.1f}% beyond ±{opts.tol:g} s",
+                off_text = f" · {off} off-scale, in the end bins" if off else ""
+                ax.text(0.99, 0.95, f"n {e.size} · median {_fmt_signed_s(med)}\n"
+                        f"{_fmt_pct(gross)} beyond ±{opts.tol:g} s{off_text}",
                         transform=ax.transAxes, ha="right", va="top", fontsize=7.5,
                         bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1.5))
             for s in (-opts.tol, opts.tol):
@@ -748,13 +976,13 @@ def residuals(
     for ax in axes[-1]:
         ax.set_xlabel("residual: pick − arrival (s)   early < 0 < late")
         ax.set_xlim(edges[0], edges[-1])
-    fig.supylabel(f"pairs per {width:g} s bin" + (" (log scale)" if log else ""), fontsize=8.5)
+    fig.supylabel(f"pairs per {_fmt_s(width)} bin" + (" (log scale)" if log else ""), fontsize=8.5)
     pooled = f"{len(dsets)} datasets pooled" if len(dsets) > 1 else f"dataset {dsets[0]}"
+    _footnote(fig, [cap_note])
     _caption(
         fig,
-        f"Onset residuals (pick − arrival) of picks with conf ≥ {_fmt_theta(opts.threshold)} (the shared threshold), "
-        f"matched within {opts.residual_tol:g} s, {pooled}. Dashed: ±{opts.tol:g} s, the detection tolerance — "
-        "what lies beyond it is the gross-error rate; solid line: median residual (bias: early < 0 < late); grey: zero.",
+        f"Onset residuals of picks with conf ≥ {_fmt_theta(opts.threshold)}, {pooled}. Dashed: ±{opts.tol:g} s "
+        "(detection tolerance; beyond it: gross errors); solid: median (bias, early < 0 < late).",
     )
     return fig
 
@@ -801,9 +1029,16 @@ def reliability(
     ex = opts.exhaustive
     obs_name, ece_name = metric_name("observed_lb", ex), metric_name("ece_lb", ex)
     dsets, mods = _select(ds, datasets, models)
+    mods, cap_note = _cap_models(ds, dsets, mods, _MAX_MODELS["reliability"])
     colors = model_colors(_names(ds.model.values))
-    cal_n = ds.cal_n.sum("station")
+    cal_n = ds.cal_n.sum("station").sel(dataset=dsets, model=mods).load() if mods else None
     n_ref = _n_ref(ds)
+    # Marker area grows with the picks behind the point, on one scale for the whole figure.
+    n_max = max(float(cal_n.max()) if mods else 1.0, 1.0)
+
+    def area(count):
+        return 6 + 230 * np.sqrt(np.asarray(count, dtype=float) / n_max)
+
     longest = max([len(m) for m in mods] + [4])
     legend_w = 0.7 + 0.055 * longest
     fig = Figure(figsize=(2 * (3.5 + legend_w) + 0.4, 1.2 + 3.6 * len(dsets)), layout="constrained")
@@ -832,10 +1067,19 @@ def reliability(
                 e = float(ds[ece_name].sel(dataset=d, model=m, phase=phase))
                 c = colors[m]
                 ax.plot(x[ok], yv[ok], "-", color=c, lw=1.2, alpha=0.9, label=f"{m}  {e:.3f}")
-                ax.scatter(x[ok], yv[ok], s=5 + 260 * nb[ok] / nb.sum(), color=c, edgecolor=_REF,
-                           linewidth=0.4, zorder=3, clip_on=False)
-            ax.set_xlim(0, 1)
-            ax.set_ylim(0, 1)
+                # 95 % Wilson interval of each bin's share: a jump on 3 picks is noise, on 300 it is not.
+                k, nn = yv[ok] * nb[ok], nb[ok]
+                z = 1.96
+                centre = (k + z * z / 2) / (nn + z * z)
+                half = z * np.sqrt(k * (nn - k) / nn + z * z / 4) / (nn + z * z)
+                ax.vlines(x[ok], centre - half, centre + half, color=c, lw=1.0, alpha=0.45, zorder=2,
+                          gid=f"interval:{m}")
+                ax.scatter(x[ok], yv[ok], s=area(nb[ok]), color=c, edgecolor=_REF,
+                           linewidth=0.4, zorder=3, alpha=0.9)
+            ax.set_xlim(-0.04, 1.04)
+            ax.set_ylim(-0.04, 1.04)
+            ax.set_xticks(np.linspace(0, 1, 6))
+            ax.set_yticks(np.linspace(0, 1, 6))
             ax.set_aspect("equal")
             ax.set_xlabel("confidence (mean of the bin)")
             ax.set_ylabel(f"{obs_name}: share of the bin's picks matched")
@@ -843,17 +1087,29 @@ def reliability(
             if total:
                 ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), title=f"{ece_name}", title_fontsize=7.5,
                           fontsize=7, labelspacing=0.3, handlelength=1.2, borderaxespad=0.0, alignment="left")
-    note = (
-        "" if ex else
-        f" {obs_name} is a lower bound (an unmatched pick may be an arrival the analyst did not mark), so "
-        "curves below the diagonal are expected; what matters is that they differ between models."
-    )
+    # The key to the marker size: round counts within the figure's range.
+    keys = [v for v in (1, 10, 100, 1000, 10_000, 100_000, 1_000_000) if v <= n_max]
+    if n_max > keys[-1] * 2:
+        keys.append(int(float(f"{n_max:.1g}")))
+    keys = keys[-4:]
+    size_handles = [
+        Line2D([], [], marker="o", ls="none", color="#bbbbbb", mec=_REF, mew=0.4,
+               ms=float(np.sqrt(area(v))), label=f"{v:,}")
+        for v in keys
+    ]
+    size_handles.append(Line2D([], [], color="#888888", lw=1.0, label="95 % interval"))
+    # The small print goes with the key, below the panels (one bottom block for constrained layout).
+    small_print = [
+        cap_note,
+        "" if ex else f"{obs_name} is a lower bound (unmarked arrivals): curves below the diagonal are expected",
+    ]
+    title = "picks in the bin (marker area)" + "".join(f"\n{t}" for t in small_print if t)
+    fig.legend(handles=size_handles, loc="outside lower center", ncols=len(size_handles),
+               title=title, title_fontsize=7.5, fontsize=7.5, columnspacing=1.6)
     _caption(
         fig,
-        f"Reliability per model: do picks of confidence c match an arrival a fraction c of the time? Ten "
-        f"confidence bins; marker area ∝ share of the model's picks in the bin; dashed: perfect calibration; "
-        f"dotted: the shared threshold {_fmt_theta(opts.threshold)}, which reads differently calibrated models at "
-        f"different operating points.{note}",
+        f"Reliability: do picks of confidence c match an arrival a fraction c of the time? Dashed: perfect "
+        f"calibration; dotted: the shared threshold {_fmt_theta(opts.threshold)}.",
     )
     return fig
 
@@ -902,6 +1158,7 @@ def stations(
     """
     opts = _options(ds)
     dsets, mods = _select(ds, datasets, models)
+    mods, cap_note = _cap_models(ds, dsets, mods, _MAX_MODELS["stations"])
     ti = _tidx(ds, opts.threshold)
     matched = ds.matched.isel(threshold=ti).sum("phase").sel(dataset=dsets, model=mods)  # (d, m, s)
     nref = ds.n_reference.sum("phase").sel(dataset=dsets)  # (d, s)
@@ -938,11 +1195,19 @@ def stations(
     ax.grid(False)
     if not shown:
         _empty_note(ax, "no scored station")
+        _footnote(fig, [cap_note])
         _caption(fig, f"Per-station recall at shared threshold {_fmt_theta(opts.threshold)}: no scored station")
         return fig
     grid = np.array([r[5] for r in shown], dtype=float)
     cmap = mpl.colormaps["viridis"].with_extremes(bad=_NODATA)
-    im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    # The colour scale spans the recalls shown (rounded out to 0.05), not 0-1: contrast where the rows differ.
+    finite = grid[np.isfinite(grid)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    vmin, vmax = np.floor(lo * 20 + 1e-9) / 20, np.ceil(hi * 20 - 1e-9) / 20
+    if vmax - vmin < 0.1:
+        vmin, vmax = max(0.0, vmax - 0.1), max(vmax, 0.1)
+    norm = mpl.colors.Normalize(vmin=vmin, vmax=vmax)
+    im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(mods)))
     long = max(len(m) for m in mods) > 6 or len(mods) > 6
     ax.set_xticklabels(mods, rotation=40 if long else 0, ha="left" if long else "center",
@@ -958,18 +1223,19 @@ def stations(
     if annotate:
         for (i, j), v in np.ndenumerate(grid):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5, color=_text_color(cmap(v)))
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5, color=_text_color(cmap(norm(v))))
             else:
                 ax.text(j, i, "–", ha="center", va="center", fontsize=7, color="#777777")
     cb = fig.colorbar(im, ax=ax, shrink=min(1.0, 6 / max(len(shown), 6) + 0.35), aspect=25, pad=0.02)
     cb.set_label(f"recall at threshold {_fmt_theta(opts.threshold)} (P + S)")
     ax.set_ylabel("station" + (" · dataset" if multi else "") + "  (reference arrivals)")
-    nodata = " · grey: model not run on that dataset" if np.isnan(grid).any() else ""
+    nodata = "grey: model not run on that dataset" if np.isnan(grid).any() else ""
+    _footnote(fig, [cap_note, "Row label: reference arrivals at the station (a recall on 2 arrivals is not "
+                    "a recall on 200)" + (f"; {nodata}" if nodata else "") + "."])
     _caption(
         fig,
-        f"Per-station recall at the shared threshold {_fmt_theta(opts.threshold)}, P and S together — {cap}, "
-        f"sorted by the mean over the models that ran. Row label: reference arrivals at the station; a recall "
-        f"on 2 arrivals is not a recall on 200.{nodata}",
+        f"Per-station recall at the shared threshold {_fmt_theta(opts.threshold)}, P and S together — {cap}"
+        + (" (sorted by the mean over the models that ran)." if total > 1 else "."),
     )
     return fig
 

@@ -380,14 +380,18 @@ def test_big_absent_models_are_skipped(big, big_figures):
     assert len(legend_labels(big_figures["recall_treatments"].legends[0])) == 12 + 2
     maes = by_gid(big_figures["timing"], "mae", Rectangle)
     assert {m: len(b) for m, b in maes.items()} == expected
-    # Operating curves: `small` rows have six models in their precision-recall legends.
+    # Operating curves and reliability draw at most 8 models: the best 8 by recall at the shared
+    # threshold (m04 … m11 here, recall grows with k), and say so; `small` has m00 … m05, so two of them.
     oc = big_figures["operating_curves"]
-    assert len(oc.axes) == 8
-    assert len(legend_labels(oc.axes[1].get_legend())) == 12
-    assert len(legend_labels(oc.axes[5].get_legend())) == 6
+    assert len(oc.axes) == 8  # (big, small) × (P, S) rows, two panels each
+    assert len(legend_labels(oc.axes[1].get_legend())) == 8
+    assert [s.split(":")[0] for s in legend_labels(oc.axes[5].get_legend())] == ["m04_a_rather_long_name", "m05"]
+    assert "showing 8 of 12 models" in oc.get_supxlabel()
     rel = big_figures["reliability"]
-    assert [len(legend_labels(ax.get_legend())) for ax in rel.axes] == [12, 12, 6, 6]
-    assert len(big_figures["residuals"].axes) == 12 * 2
+    assert [len(legend_labels(ax.get_legend())) for ax in rel.axes] == [8, 8, 2, 2]
+    assert any("showing 8 of 12 models" in lg.get_title().get_text() for lg in rel.legends)
+    assert len(big_figures["residuals"].axes) == 10 * 2
+    assert "showing 10 of 12 models" in big_figures["residuals"].get_supxlabel()
 
 
 def test_one_model_one_station(demo_inputs):
