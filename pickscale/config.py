@@ -23,9 +23,10 @@ KEYS = {
     "reference": str, "picks": str, "out": str,
     "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": int,
     "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
+    "manual_only": bool, "station_key": str, "columns": str,
     "workers": int, "scheduler": str, "block_picks": int,
 }
-_TABLES = {"inputs": ("reference", "picks"), "output": ("out", "overwrite"),
+_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns"), "output": ("out", "overwrite"),
            "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid"),
            "cluster": ("workers", "scheduler", "block_picks")}
 

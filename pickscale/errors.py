@@ -13,6 +13,9 @@ __all__ = [
     "InputError",
     "OptionsError",
     "StoreError",
+    "ClusterError",
+    "PickscaleWarning",
+    "emit_warnings",
 ]
 
 
@@ -33,3 +36,23 @@ class OptionsError(PickscaleError, ValueError):
 
 class StoreError(PickscaleError, OSError):
     """A results store cannot be written or is not a complete pickscale store."""
+
+
+class ClusterError(PickscaleError, RuntimeError):
+    """A Dask cluster cannot run pickscale: no worker joined in time, or its workers cannot import
+    ``pickscale.tasks`` or run another pickscale version (:func:`pickscale.workers.check_workers`)."""
+
+
+class PickscaleWarning(UserWarning):
+    """What pickscale dropped, excluded or guessed (the lines of ``ds.attrs["warnings"]``).
+
+    Filter them as usual: ``warnings.simplefilter("error", pickscale.PickscaleWarning)``.
+    """
+
+
+def emit_warnings(messages, *, stacklevel: int = 3) -> None:
+    """Issue each message (once, in order) as a :class:`PickscaleWarning` from the caller's caller."""
+    import warnings
+
+    for message in dict.fromkeys(messages):
+        warnings.warn(str(message), PickscaleWarning, stacklevel=stacklevel)

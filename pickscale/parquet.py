@@ -46,10 +46,42 @@ def hive_columns(path: str) -> dict[str, str]:
     return out
 
 
-def _wanted(names: Iterable[str], role: str) -> list[str]:
-    """The file's columns that some SPEC §1 name or alias could resolve to."""
+def _wanted(names: Iterable[str], role: str, columns: dict[str, str] | None = None) -> list[str]:
+    """The file's columns that some SPEC §1 name or alias, or an explicit column name, could resolve to."""
     accepted = {_key(a) for canonical in COLUMNS[role] for a in ALIASES[canonical]}
+    accepted |= {_key(v) for v in (columns or {}).values()}
     return [n for n in names if _key(n) in accepted]
+
+
+def _unused_text(pf: pq.ParquetFile, schema: pa.Schema, wanted: set[str], role: str,
+                 columns: dict[str, str] | None) -> dict[str, list[str]]:
+    """Picks without a model column: text columns the projection leaves out that hold a few values.
+
+    Cheap: only the first row group of those columns is read (as dictionaries).
+    """
+    if role != "picks" or pf.metadata.num_row_groups == 0:
+        return {}
+    model_names = {_key(a) for a in ALIASES["model"]} | ({_key(columns["model"])} if columns and "model" in columns
+                                                          else set())
+    if any(_key(n) in model_names for n in schema.names):
+        return {}
+    # Names that occur once only: a duplicated name cannot be read by name (and names no model anyway).
+    others = [f.name for f in schema if f.name not in wanted and _is_text(f.type) and schema.names.count(f.name) == 1]
+    if not others:
+        return {}
+    from .readers import unused_text_candidates
+
+    try:
+        table = pf.read_row_group(0, columns=others)
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return {}
+
+    def distinct(name: str) -> list | None:
+        col = table.column(name)
+        values = col.unique() if not pa.types.is_dictionary(col.type) else col.combine_chunks().dictionary
+        return None if len(values) > 20 else values.to_pylist()
+
+    return unused_text_candidates(others, distinct)
 
 
 def _canonical(name: str, role: str) -> str | None:
@@ -72,15 +104,19 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
 
 
-def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = None) -> tuple[pa.Table, list[str]]:
-    """The projected Arrow table of one file (text as dictionaries), and the file's own column names."""
+def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = None,
+                explicit: dict[str, str] | None = None) -> tuple[pa.Table, list[str], dict[str, list[str]]]:
+    """The projected Arrow table of one file (text as dictionaries), the file's own column names, and
+    the text columns left out that may name the model (picks without a model column; see ``_unused_text``).
+    """
     import fsspec
 
     with fsspec.open(path, "rb") as f:
         pf = pq.ParquetFile(f)
         schema = pf.schema_arrow
-        columns = _wanted(schema.names, role) or None
+        columns = _wanted(schema.names, role, explicit) or None
         wanted = set(columns or schema.names)
+        unused = _unused_text(pf, schema, wanted, role, explicit) if row_groups is None or row_groups[0] == 0 else {}
         # By field, not by name: a file may hold two columns of one name (the normaliser says so).
         text = list(dict.fromkeys(f.name for f in schema if f.name in wanted and _is_text(f.type)))
         pf = pq.ParquetFile(f, read_dictionary=text)
@@ -88,7 +124,7 @@ def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = No
             table = pf.read(columns=columns)
         else:
             table = pf.read_row_groups(range(*row_groups), columns=columns)
-    return table, list(schema.names)
+    return table, list(schema.names), unused
 
 
 def _with_folder_values(table: pa.Table, path: str, role: str) -> pa.Table:
@@ -103,7 +139,8 @@ def _with_folder_values(table: pa.Table, path: str, role: str) -> pa.Table:
     return table
 
 
-def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None = None) -> pd.DataFrame:
+def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None = None,
+                   columns: dict[str, str] | None = None) -> pd.DataFrame:
     """One Parquet file with only the columns that matter, plus hive folder values.
 
     Text columns are read as dictionaries (pandas ``Categorical``): a station
@@ -113,10 +150,13 @@ def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None =
     the file beats a ``station=`` folder).  If no column matches at all,
     every column is read, so the normaliser's message lists what the file
     really holds.  ``row_groups=(start, stop)`` reads only those row groups
-    (a part of a large file).
+    (a part of a large file).  ``columns`` (explicit names, ``{"model": "rid"}``)
+    are read as well.  Picks without a model column: text columns left out
+    that hold a few values in the first row group are recorded in
+    ``attrs["unused_text_columns"]`` (the normaliser warns about them).
     """
     try:
-        table, names = _read_table(path, role=role, row_groups=row_groups)
+        table, names, unused = _read_table(path, role=role, row_groups=row_groups, explicit=columns)
         table = _with_folder_values(table, path, role)
         # Inside the try: a date pandas cannot hold (year 1 or 3000) fails here, not in pyarrow.
         frame = table.to_pandas()
@@ -125,11 +165,11 @@ def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None =
     if len(frame) == 0:
         raise InputError(f"{path}: the Parquet file has no rows.")
     # The file's own columns, for a missing-column message that lists what is really there.
-    frame.attrs.update(source=path, format="parquet", columns_in_file=names)
+    frame.attrs.update(source=path, format="parquet", columns_in_file=names, unused_text_columns=unused)
     return frame
 
 
-def read_projected_many(paths: list[str], *, role: str) -> pd.DataFrame | None:
+def read_projected_many(paths: list[str], *, role: str, columns: dict[str, str] | None = None) -> pd.DataFrame | None:
     """Several Parquet files of one schema as one frame (projected, folder values added); else None.
 
     For many small files (a hive layout by station): one conversion and one
@@ -139,14 +179,19 @@ def read_projected_many(paths: list[str], *, role: str) -> pd.DataFrame | None:
     """
     try:
         tables = []
+        unused: dict[str, list[str]] = {}
         for path in paths:
-            table, _ = _read_table(path, role=role)
+            table, _, more = _read_table(path, role=role, explicit=columns)
             if table.num_rows == 0:
                 return None
             tables.append(_with_folder_values(table, path, role))
+            for name, values in more.items():
+                unused[name] = sorted(set(unused.get(name, [])) | set(values))
         if any(t.schema != tables[0].schema for t in tables[1:]):
             return None  # e.g. int and float confidences: each file is checked on its own
-        return pa.concat_tables(tables).to_pandas()
+        frame = pa.concat_tables(tables).to_pandas()
+        frame.attrs["unused_text_columns"] = unused
+        return frame
     except (OSError, ValueError, TypeError, OverflowError, pa.ArrowException):
         return None
 

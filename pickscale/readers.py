@@ -48,6 +48,10 @@ __all__ = [
     "read_raw",
     "normalise",
     "map_phase",
+    "STATION_KEYS",
+    "station_key_of",
+    "join_failures",
+    "NOTES_ATTR",
 ]
 
 # --------------------------------------------------------------------------- #
@@ -58,7 +62,7 @@ __all__ = [
 #: (the first name found in a file wins).
 ALIASES: dict[str, tuple[str, ...]] = {
     "dataset": ("dataset", "sequence", "region", "study", "experiment", "catalogue"),
-    "model": ("model", "weights", "picker", "method", "run"),
+    "model": ("model", "weights", "picker", "method", "run", "rid", "version"),
     "station": ("station", "trace_id", "tid", "station_id", "sta"),
     "phase": ("phase", "phase_hint", "phase_type", "pha"),
     "time": (
@@ -67,6 +71,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "conf": ("conf", "confidence", "probability", "peak_value", "phase_score", "prob", "score"),
 }
+
+#: ``frame.attrs`` key of lines a converter (``pickscale.formats``) wants reported with the warnings.
+NOTES_ATTR = "pickscale_notes"
+
+#: How stations are compared (SPEC §1): as written, or reduced to ``NET.STA`` on both sides.
+STATION_KEYS = ("as-is", "net.sta")
 
 #: Columns of a normalised frame, in order, per role.
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -147,6 +157,13 @@ class Normalised:
         Original phase name -> ``"P"``/``"S"`` for every name that was kept.
     ignored_columns
         Columns of the file that pickscale does not use (e.g. ``event``).
+    model_candidates
+        Picks without a model column: unused text columns with a few (2–20)
+        distinct values -> some of those values (a run id or weights name
+        that may be the model; reported by :meth:`warnings`).
+    notes
+        Lines a converter (``pickscale.formats``) left in ``raw.attrs``
+        (what a bulletin's conversion left out), reported by :meth:`warnings`.
     """
 
     frame: pd.DataFrame
@@ -160,6 +177,8 @@ class Normalised:
     dropped_phases: dict[str, int] = field(default_factory=dict)
     mapped_phases: dict[str, str] = field(default_factory=dict)
     ignored_columns: list[str] = field(default_factory=list)
+    model_candidates: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
@@ -187,6 +206,9 @@ class Normalised:
                 f"{self.source}: dropped {self.n_dropped_phases} row(s) whose phase is "
                 f"neither P- nor S-like ({per})"
             )
+        out.extend(self.notes)
+        if self.model_candidates:
+            out.append(_model_hint(self.model_candidates))
         return out
 
     @classmethod
@@ -208,7 +230,7 @@ class Normalised:
         if not parts:
             raise ValueError("combine() needs at least one part")
         first = parts[0]
-        frame = pd.concat([p.frame for p in parts], ignore_index=True)
+        frame = _concat_frames([p.frame for p in parts])
         sources = list(dict.fromkeys(p.source for p in parts))
         invalid_counts: dict[str, int] = {}
         dropped: dict[str, int] = {}
@@ -232,7 +254,124 @@ class Normalised:
             dropped_phases=dropped,
             mapped_phases=mapped,
             ignored_columns=list(dict.fromkeys(c for p in parts for c in p.ignored_columns)),
+            model_candidates=_union_candidates(p.model_candidates for p in parts),
+            notes=list(dict.fromkeys(n for p in parts for n in p.notes)),
         )
+
+
+_MODEL_CANDIDATES_MAX = 20  # "a few distinct values": more is an id or a file name, not a model
+_NOT_MODEL = ("file", "time", "event", "network", "channel", "location", "instrument", "polarity", "trace",
+              "comment", "author", "agency")
+
+
+def _union_candidates(maps) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for m in maps:
+        for col, values in m.items():
+            out[col] = sorted(set(out.get(col, [])) | set(values))[:_MODEL_CANDIDATES_MAX + 1]
+    return out
+
+
+def _model_hint(candidates: dict[str, list[str]]) -> str:
+    """The warning for picks without a model column but with a column that may name the model."""
+    parts = []
+    for col, values in sorted(candidates.items()):
+        shown = ", ".join(repr(v) for v in values[:4]) + (", ..." if len(values) > 4 else "")
+        parts.append(f"{col!r} ({len(values)}{'+' if len(values) > _MODEL_CANDIDATES_MAX else ''} "
+                     f"distinct values: {shown})")
+    first = sorted(candidates)[0]
+    return ("the picks have no model column, so every pick is scored as one model 'model'; but "
+            + ("column " if len(parts) == 1 else "columns ") + ", ".join(parts)
+            + " may name the picker or its weights: if so, say which column holds the model, e.g. "
+            f"columns={{'model': {first!r}}} (CLI: --columns model={first}).")
+
+
+def unused_text_candidates(columns: Sequence[Any], distinct: Any) -> dict[str, list[str]]:
+    """Columns (not used, not named like a file/time/event/network column) whose few distinct values may be models.
+
+    ``distinct(col)`` returns the distinct values of a column (or None to
+    skip it); columns with 2 to 20 distinct values are kept.
+    """
+    out: dict[str, list[str]] = {}
+    for col in columns:
+        key = _key(col)
+        if any(word in key for word in _NOT_MODEL):
+            continue
+        values = distinct(col)
+        if values is None:
+            continue
+        values = sorted({str(v).strip() for v in values if v is not None and str(v).strip() != ""})
+        if all(pd.notna(pd.to_numeric(v, errors="coerce")) for v in values):
+            continue  # numbers (an index, a count) name no model
+        if 2 <= len(values) <= _MODEL_CANDIDATES_MAX:
+            out[str(col)] = values
+    return out
+
+
+def join_failures(messages: Sequence[str]) -> str:
+    """Input errors of many files as one text: a message that several files share is said once.
+
+    Messages that are equal once the file name that starts them is taken
+    out (a glob of files of one layout: "<file>: the picks table has no
+    column for ...") become one message naming the first file and how many
+    files share it.  Order: first occurrence.
+
+    Examples
+    --------
+    >>> print(join_failures(["a.csv: no column for 'conf'.", "b.csv: no column for 'conf'.", "c.csv: empty."]))
+    a.csv (and 1 more file with the same problem, 2 in all): no column for 'conf'.
+    c.csv: empty.
+    """
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for m in messages:
+        head, sep, rest = m.partition(": ")
+        key = rest if sep and head and "\n" not in head else m
+        groups.setdefault(key, []).append((head if sep else "", m))
+    out = []
+    for key, items in groups.items():
+        if len(items) == 1 or not items[0][0]:
+            out.extend(dict.fromkeys(m for _, m in items))
+            continue
+        n = len(items)
+        out.append(f"{items[0][0]} (and {n - 1} more file{'s' if n > 2 else ''} with the same problem, "
+                   f"{n} in all): {key}")
+    return "\n".join(out)
+
+
+def _concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat`` of normalised frames, keeping ``Categorical`` text columns categorical.
+
+    ``pd.concat`` turns categoricals with different categories into object
+    columns of per-row strings; here such a column gets the union of the
+    categories, sorted as Python ``str`` (as :func:`_categorical` sorts them),
+    and each frame's codes are re-mapped (a take per frame, no string per row).
+    """
+    if len(frames) == 1:
+        return frames[0].reset_index(drop=True)
+    names = list(frames[0].columns)
+    is_cat = {c: all(isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames) for c in names}
+    if not any(is_cat.values()) or any(list(f.columns) != names for f in frames):
+        return pd.concat(frames, ignore_index=True)
+    rest = pd.concat([f[[c for c in names if not is_cat[c]]] for f in frames], ignore_index=True)
+    out: dict[str, Any] = {}
+    for c in names:
+        if not is_cat[c]:
+            out[c] = rest[c]
+            continue
+        first = frames[0][c].dtype
+        if all(f[c].dtype.categories.equals(first.categories) for f in frames[1:]):  # the usual case
+            all_codes = np.concatenate([f[c].cat.codes.to_numpy() for f in frames])
+            out[c] = pd.Series(pd.Categorical.from_codes(all_codes, dtype=first, validate=False), copy=False)
+            continue
+        cats = [np.asarray(f[c].cat.categories.astype(object), dtype=object) for f in frames]
+        union = np.unique(np.concatenate(cats)) if sum(map(len, cats)) else np.zeros(0, dtype=object)
+        dtype = pd.CategoricalDtype(pd.Index(union, dtype="str"))
+        index = pd.Index(union, dtype=object)
+        codes = [np.append(index.get_indexer(cat), -1).take(f[c].cat.codes.to_numpy())
+                 for cat, f in zip(cats, frames)]
+        all_codes = np.concatenate(codes).astype(_code_dtype(len(union)))
+        out[c] = pd.Series(pd.Categorical.from_codes(all_codes, dtype=dtype, validate=False), copy=False)
+    return pd.DataFrame(out, copy=False)
 
 
 def _attach_report(frame: pd.DataFrame, rows_read: int, n_invalid: int, dropped: dict[str, int]) -> None:
@@ -368,12 +507,29 @@ def _not_text_reason(head: bytes) -> str | None:
         return ("is a ZIP archive (an Excel .xlsx workbook?), not a CSV or Parquet file; "
                 "export it as CSV")
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if stripped.startswith((b"<!doctype html", b"<html", b"<head", b"<?xml", b"<body")):
+    if stripped.startswith((b"<?xml", b"<q:quakeml", b"<quakeml", b"<seiscomp")):
+        return _xml_reason(head)
+    if stripped.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
         return ("is an HTML/XML page, not a CSV or Parquet file (a download that returned "
                 "a web page, e.g. a login or error page?)")
     if b"\x00" in head:
         return "holds binary data: it is neither a CSV (text) nor a Parquet file"
     return None
+
+
+def _xml_reason(head: bytes) -> str:
+    """Why an XML file is not a table: a bulletin (read as the reference, through ObsPy) or other XML."""
+    from .formats.quakeml import OBSPY_HINT, is_bulletin_root, xml_root
+
+    root = xml_root(head)
+    if root and root.casefold() == "html":
+        return ("is an HTML page, not a CSV or Parquet file (a download that returned a web page, "
+                "e.g. a login or error page?)")
+    if is_bulletin_root(root):
+        return (f"is a bulletin (XML root <{root}>), not a CSV or Parquet table: pass it as the reference "
+                f"(a file named *.xml, *.qml or *.quakeml, or an ObsPy Catalog); {OBSPY_HINT}")
+    return (f"is an XML file (root element <{root or '?'}>), neither a bulletin (QuakeML, SC3ML) "
+            "nor a CSV or Parquet table")
 
 
 def _utf8_error(path: str, compression: str | None) -> str:
@@ -544,8 +700,42 @@ def _key(name: Any) -> str:
     return str(name).strip().casefold()
 
 
-def _resolve_columns(raw: pd.DataFrame, role: str, source: str) -> dict[str, str | None]:
-    """Canonical name -> column of ``raw`` (first alias found wins), or None."""
+def check_columns(columns: Any) -> dict[str, str]:
+    """Validate explicit column names (``columns={"model": "rid", "station": "tid"}``); canonical keys.
+
+    Also accepts the CLI's text form ``"model=rid,station=tid"``.
+
+    Examples
+    --------
+    >>> check_columns("model=rid, station=tid")
+    {'model': 'rid', 'station': 'tid'}
+    """
+    from .errors import OptionsError
+
+    if columns is None:
+        return {}
+    if isinstance(columns, str):
+        pairs = [item.partition("=") for item in columns.split(",") if item.strip()]
+        if any(not sep or not k.strip() or not v.strip() for k, sep, v in pairs):
+            raise OptionsError(f"columns: {columns!r} is not of the form canonical=column[,canonical=column...], "
+                               "e.g. model=rid,station=tid.")
+        columns = {k.strip(): v.strip() for k, _, v in pairs}
+    if not isinstance(columns, dict):
+        raise OptionsError(f"columns must map SPEC names to column names, not {type(columns).__name__}.")
+    out: dict[str, str] = {}
+    for k, v in columns.items():
+        key = _key(k)
+        if key not in ALIASES:
+            raise OptionsError(f"columns: {k!r} is not one of {', '.join(ALIASES)}.")
+        if not isinstance(v, str) or not v.strip():
+            raise OptionsError(f"columns: the column for {key!r} must be a non-empty name, not {v!r}.")
+        out[key] = v.strip()
+    return out
+
+
+def _resolve_columns(raw: pd.DataFrame, role: str, source: str,
+                     explicit: dict[str, str] | None = None) -> dict[str, str | None]:
+    """Canonical name -> column of ``raw`` (an explicit name first, else the first alias found), or None."""
     by_key: dict[str, Any] = {}
     for col in raw.columns:
         # Among columns equal up to case, an exact canonical spelling is preferred,
@@ -554,9 +744,20 @@ def _resolve_columns(raw: pd.DataFrame, role: str, source: str) -> dict[str, str
         if k not in by_key or str(col).strip() == k:
             by_key[k] = col
     found: dict[str, str | None] = {}
+    explicit = explicit or {}
+    for canonical, name in explicit.items():
+        if canonical in COLUMNS[role] and _key(name) not in by_key:
+            in_file = raw.attrs.get("columns_in_file") or list(raw.columns)
+            have = ", ".join(repr(str(c)) for c in in_file) or "none"
+            raise InputError(f"{source}: no column {name!r}, which was given as the {canonical} column "
+                             f"(columns found: {have}).")
     for canonical in COLUMNS[role]:
+        if canonical in explicit:
+            found[canonical] = by_key[_key(explicit[canonical])]
+            continue
+        taken = {_key(v) for v in explicit.values()}
         found[canonical] = next(
-            (by_key[a] for a in ALIASES[canonical] if a in by_key), None
+            (by_key[a] for a in ALIASES[canonical] if a in by_key and a not in taken), None
         )
     labels = list(raw.columns)
     for canonical, col in found.items():
@@ -833,10 +1034,35 @@ def _default_column(value: str, n: int) -> _Text:
     return _Text(np.zeros(n, dtype=np.int8), np.array([value], dtype=object), one, one)
 
 
-def _station_column(col: pd.Series) -> _Text:
-    """A station column per distinct value (see :func:`parse_station`)."""
+def station_key_of(values: np.ndarray, station_key: str = "as-is") -> np.ndarray:
+    """Normalised station strings reduced as ``station_key`` says (per distinct value).
+
+    ``"as-is"``: unchanged; ``"net.sta"``: ``NET.STA[.LOC[.CHA]]`` -> ``NET.STA``
+    (a bare ``STA`` stays as it is), so that PhaseNet's ``CI.CLC..HH``, a
+    SeisBench ``CI.CLC.00`` and a bulletin's ``CI.CLC`` are one station.
+
+    Examples
+    --------
+    >>> station_key_of(np.array(["CI.CLC..HH", "CI.CLC.00", "CLC", "CI.CLC"], dtype=object), "net.sta").tolist()
+    ['CI.CLC', 'CI.CLC', 'CLC', 'CI.CLC']
+    """
+    if station_key == "as-is":
+        return values
+    if station_key != "net.sta":
+        from .errors import OptionsError
+
+        raise OptionsError(f"station_key must be one of {', '.join(STATION_KEYS)}, not {station_key!r}.")
+    out = [".".join(str(v).split(".")[:2]).rstrip(".").strip() if isinstance(v, str) else v for v in values]
+    return np.array(out, dtype=object)
+
+
+def _station_column(col: pd.Series, station_key: str = "as-is") -> _Text:
+    """A station column per distinct value (see :func:`parse_station` and :func:`station_key_of`)."""
     codes, distinct = _distinct(col)
     values, valid = parse_station(distinct)
+    if station_key != "as-is":
+        values = station_key_of(values, station_key)
+        valid = valid & np.array([v != "" for v in values], dtype=bool)
     return _Text(codes, values, valid, np.ones(len(values), dtype=bool))
 
 
@@ -866,7 +1092,9 @@ def _phase_column(col: pd.Series) -> tuple[_Text, dict[str, int], dict[str, str]
 
 # ---- times ------------------------------------------------------------------ #
 
-_NUMBER_RE = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+# ASCII digits only: Python's \d (and float()) also take full-width or Arabic-Indic digits, which
+# pyarrow's regex and pandas' parsers do not; such a time is an unreadable time (an invalid row).
+_NUMBER_RE = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _DECIMAL_RE = r"^(?P<sign>[+-]?)(?P<whole>\d*)(?:\.(?P<frac>\d*))?$"
 _UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
@@ -919,7 +1147,7 @@ def _int_seconds_to_ns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.where(valid, x, 0).astype(np.int64)
     else:
         x = x.astype(np.int64)
-        valid = np.abs(x) <= _MAX_SECONDS
+        valid = (x >= -_MAX_SECONDS) & (x <= _MAX_SECONDS)  # np.abs(-2**63) overflows
     return np.where(valid, x, 0) * np.int64(10**9), valid
 
 
@@ -1202,6 +1430,8 @@ def normalise(
     drop_invalid: bool = False,
     row_offset: int = 0,
     categorical: bool = False,
+    station_key: str = "as-is",
+    columns: dict[str, str] | str | None = None,
 ) -> Normalised:
     """Map aliases, parse and validate one raw table (SPEC §1).
 
@@ -1225,6 +1455,18 @@ def normalise(
         made.  The categories are the distinct normalised strings of the rows
         kept, **sorted** (as ``astype("category")`` sorts them, ``str`` dtype);
         the values equal those of ``categorical=False`` row for row.
+    station_key
+        ``"as-is"`` (default) or ``"net.sta"``: stations ``NET.STA[.LOC[.CHA]]``
+        reduced to ``NET.STA`` (see :func:`station_key_of`); give the same
+        key for both sides.
+    columns
+        Explicit column names for SPEC names no alias covers, e.g.
+        ``{"model": "rid", "station": "tid"}`` (or ``"model=rid,station=tid"``);
+        they win over the aliases.
+
+    An EQTransformer prediction table (``p_arrival_time, p_probability,
+    s_arrival_time, ...``) is first turned into one row per pick
+    (:func:`pickscale.formats.eqtransformer.eqt_to_long`).
 
     Returns
     -------
@@ -1273,7 +1515,14 @@ def normalise(
     """
     if role not in COLUMNS:
         raise ValueError(f"role must be 'reference' or 'picks', not {role!r}")
-    columns = _resolve_columns(raw, role, source)
+    explicit = check_columns(columns)
+    if station_key not in STATION_KEYS:
+        station_key_of(np.zeros(0, dtype=object), station_key)  # raises OptionsError
+    from .formats.eqtransformer import eqt_to_long, is_eqt_wide
+
+    if is_eqt_wide(raw.columns):
+        raw = eqt_to_long(raw, carry=explicit.values())
+    columns = _resolve_columns(raw, role, source, explicit)
     raw = raw.reset_index(drop=True)
     n = len(raw)
     copied = False
@@ -1301,7 +1550,7 @@ def normalise(
         else:
             texts[label] = _label_column(raw[columns[label]])
             problems[label] = ~texts[label].valid_rows() & considered
-    texts["station"] = _station_column(raw[columns["station"]])
+    texts["station"] = _station_column(raw[columns["station"]], station_key)
     problems["station"] = ~texts["station"].valid_rows() & considered
     texts["phase"] = phase
     problems["phase"] = ~phase_ok
@@ -1336,6 +1585,11 @@ def normalise(
     }, copy=False)
     _attach_report(frame, n, n_invalid, dropped)
     used = {c for c in columns.values() if c is not None}
+    candidates: dict[str, list[str]] = {}
+    if role == "picks" and columns["model"] is None:
+        candidates = dict(raw.attrs.get("unused_text_columns") or {})  # a projected Parquet file's own look
+        candidates.update(unused_text_candidates([c for c in raw.columns if c not in used],
+                                                 lambda c: _few_distinct(raw[c])))
     return Normalised(
         frame=frame,
         role=role,
@@ -1348,4 +1602,24 @@ def normalise(
         dropped_phases=dropped,
         mapped_phases=mapped,
         ignored_columns=[str(c) for c in raw.columns if c not in used],
+        model_candidates=candidates,
+        notes=list(raw.attrs.get(NOTES_ATTR) or []),
     )
+
+
+def _few_distinct(col: pd.Series) -> list[Any] | None:
+    """The distinct values of a text column (None for other columns or more than a few values)."""
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        used = np.unique(col.cat.codes.to_numpy())
+        used = used[used >= 0]
+        return None if used.size > _MODEL_CANDIDATES_MAX else list(dtype.categories[used])
+    if not (dtype == object or pd.api.types.is_string_dtype(dtype)):
+        return None
+    try:
+        _, uniques = pd.factorize(col)
+    except TypeError:
+        return None
+    if len(uniques) > _MODEL_CANDIDATES_MAX or (dtype == object and pd.api.types.infer_dtype(uniques) != "string"):
+        return None
+    return list(uniques)
