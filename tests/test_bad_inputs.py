@@ -27,6 +27,8 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import pickscale
@@ -262,6 +264,67 @@ def b_mixed_time_zones(cat, d, ref, picks):
         *[f"{row(i)}: '{text[i]}'" for i in naive_rows], f"{row(0)}: '{text[0]}'", "give every time its UTC offset"])
 
 
+def _bad_times(values: dict, *, parquet: bool = False, column=None):
+    """Picks with some times replaced ({row index: value}); the message names each row and its value."""
+    def build(cat, d, ref, picks):
+        if column is not None:  # a typed column (Parquet): the whole column, as given
+            frame = cat.picks.assign(time=column(cat))
+            shown = {i: str(frame["time"].iloc[i]) for i in values}
+        else:
+            frame = cat.picks.copy()
+            frame["time"] = frame["time"].astype(object)
+            for i, v in values.items():
+                frame.loc[i, "time"] = v
+            shown = dict(values)
+        if parquet:
+            p = d / "picks.parquet"
+            d.mkdir(parents=True, exist_ok=True)
+            frame.to_parquet(p, index=False)
+        else:
+            p = _csv(frame, d / "picks.csv")
+        return Built(ref, p, invalid_rows=len(values), needles=[
+            str(p), f"{len(values)} invalid row(s)", "time (column 'time')", "unreadable time",
+            *[f"{row(i)}: {v!r}" for i, v in shown.items()], "Expected ISO-8601", "--drop-invalid"])
+    return build
+
+
+def _seconds(cat) -> np.ndarray:
+    return cat.picks_canonical["time"].to_numpy(np.int64) // S
+
+
+def _int_seconds_with(i: int, value: int):
+    def column(cat):
+        x = _seconds(cat).copy()
+        x[i] = value
+        return x
+    return column
+
+
+def _float_seconds_with(i: int, value: float):
+    def column(cat):
+        x = (cat.picks_canonical["time"].to_numpy(np.int64) / S).copy()
+        x[i] = value
+        return x
+    return column
+
+
+def b_timestamp_year_1_parquet(cat, d, ref, picks):
+    # A Parquet timestamp column with a date pandas' nanoseconds cannot hold.
+    import datetime
+
+    ns = cat.picks_canonical["time"].to_numpy(np.int64)
+    stamps = [datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(t) // 1000) for t in ns]
+    stamps[4] = datetime.datetime(1, 1, 1)
+    table = pa.Table.from_pandas(cat.picks.drop(columns="time"), preserve_index=False)
+    table = table.append_column("time", pa.array(stamps, type=pa.timestamp("us", tz="UTC")))
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / "picks.parquet"
+    pq.write_table(table, p)
+    return Built(ref, p, invalid_rows=1, needles=[str(p), "1 invalid row(s)", "time (column 'time')",
+                                                  "unreadable time (or one outside 1677-2262)",
+                                                  f"{row(4)}: '0001-01-01 00:00:00+00:00'"])
+
+
 def _conf_case(value, *extra):
     def build(cat, d, ref, picks):
         frame = cat.picks.copy()
@@ -375,6 +438,23 @@ CASES = [
     Case("times-in-microseconds", b_times_in_us, row_level=True),
     Case("times-in-milliseconds-parquet", b_times_in_ms_parquet, row_level=True),
     Case("mixed-time-zones", b_mixed_time_zones, row_level=True),
+    # Non-ASCII digits are not read as numbers (pandas and pyarrow do not): an unreadable time.
+    Case("time-full-width-digits", _bad_times({3: "１５７７８３６８１０.１", 8: "１５７７８３６８１０"}), row_level=True),
+    Case("time-arabic-indic-digits", _bad_times({5: "١٥٧٧٨٣٦٨١٠"}), row_level=True),
+    Case("time-full-width-digits-parquet", _bad_times({3: "１５７７８３６８１０.１"}, parquet=True), row_level=True),
+    Case("time-full-width-iso-date", _bad_times({2: "２０２０-01-01T00:00:00Z"}), row_level=True),
+    # Numbers of seconds whose nanoseconds overflow int64, and dates outside pandas' range.
+    Case("time-epoch-overflows-int64", _bad_times({1: "1e12", 6: "-1000000000000", 9: "99999999999999999999"}),
+         row_level=True),
+    Case("time-epoch-overflows-int64-parquet-float", _bad_times({2: None}, parquet=True,
+                                                                column=_float_seconds_with(2, 1e12)),
+         row_level=True),
+    Case("time-epoch-int64-min-parquet", _bad_times({7: None}, parquet=True,
+                                                    column=_int_seconds_with(7, np.iinfo(np.int64).min)),
+         row_level=True),
+    Case("time-outside-pandas-range", _bad_times({0: "0001-01-01T00:00:00Z", 4: "9999-12-31T23:59:59Z",
+                                                  5: "1677-09-21T00:12:43Z"}), row_level=True),
+    Case("time-outside-pandas-range-parquet-timestamp", b_timestamp_year_1_parquet, row_level=True),
     Case("conf-missing", _conf_case(""), row_level=True),
     Case("conf-nan", _conf_case("nan"), row_level=True),
     Case("conf-negative", _conf_case("-0.2"), row_level=True),
