@@ -13,7 +13,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-from .errors import InputError, OptionsError, PickscaleError, StoreError  # noqa: E402
+from .errors import InputError, OptionsError, PickscaleError, PickscaleWarning, StoreError  # noqa: E402
 from .tables import tables  # noqa: E402  (light: xarray is imported on use; the name shadows the module)
 
 # The public functions are loaded on first use (PEP 562): a Dask worker that
@@ -39,6 +39,7 @@ __all__ = [
     "InputError",
     "OptionsError",
     "StoreError",
+    "PickscaleWarning",
 ]
 
 

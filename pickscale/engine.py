@@ -1,26 +1,29 @@
-"""The main job: read, scope, plan, split by work partition, score, combine.
+"""The main job: read, scope, plan, exchange, score, combine.
 
 Stages (each a Dask graph of :mod:`pickscale.tasks`; nothing but small
 summaries and results reaches the client):
 
 1. **Read** every picks part (one file, a run of row groups of a large
-   Parquet file, or one partition of a frame) in its own task: normalised
-   per distinct value and encoded as integer arrays (about 19 bytes a pick),
-   kept on the worker that read it.  The reference (small) is read in tasks
-   too and gathered.
+   Parquet file, a batch of small files, or one partition of a frame) in its
+   own task: normalised per distinct value and encoded as integer arrays
+   (about 15 bytes a pick), kept on the worker that read it.  The reference
+   (small: one row per analyst arrival) is read in tasks too and gathered.
 2. **Outline**: each part's summary (per (dataset, station, model): pick
    counts and time span at or above the floor) goes to the client, which
    decides the scope of SPEC §2 and the work plan: scored stations, their
    time blocks (work units) and the partitions that run them
    (:mod:`pickscale.units`, deterministic).
-3. **Split**: each part is cut into one piece per work partition — a
-   many-to-many exchange of plain arrays that needs no dataframe shuffle and
-   no assumption about which stations a file holds.
-4. **Score**: one task per partition concatenates its pieces and runs
-   :func:`pickscale.kernel.score_station` per unit; it returns small additive
-   results, never picks.
-5. **Combine and finalize** on the client in canonical station order
-   (:mod:`pickscale.results`).
+3. **Exchange** (:mod:`pickscale.exchange`): picks move from the part they
+   were read in to the work partition of their unit — through Dask's shuffle
+   (p2p on a cluster; the graph grows like parts + partitions), or, while
+   parts × partitions is small, by cutting each part into one piece per
+   partition.
+4. **Score**: one task per partition runs
+   :func:`pickscale.kernel.score_station` per work unit and returns station
+   results stacked as arrays (:mod:`pickscale.stacks`), never picks; a
+   reduction tree on the workers combines them.
+5. **Finalize** on the client from that one combined result, in canonical
+   station order (:mod:`pickscale.results`).
 """
 
 from __future__ import annotations
@@ -39,14 +42,15 @@ import numpy as np
 import pandas as pd
 from dask import delayed
 
-from . import __version__
-from .errors import InputError
-from .kernel import StationResult, merge_results
+from . import __version__, exchange
+from .errors import InputError, OptionsError, emit_warnings
+from .kernel import score_station
 from .options import Options
 from .readers import Normalised, normalise, resolve_sources
 from .scope import Scope, scope_from_summary
-from .tasks import (Failure, PickPart, outline, read_files, read_frame, read_part, read_reference, report_of,
-                    score_partition, split_part)
+from .stacks import FAN_IN, Partial, combine_partials, complete
+from .tasks import (Failure, PickPart, merge_outlines, outline, read_files, read_frame, read_part, read_reference,
+                    report_of)
 from .units import plan_units
 
 if TYPE_CHECKING:
@@ -62,6 +66,8 @@ READ_ROWS = 1_000_000
 _SPLIT_BYTES = 12 * 2**20
 _BATCH_BYTES = 12 * 2**20
 _BATCH_FILES = 512
+# Input errors shown at most (a glob of thousands of bad files would otherwise print them all).
+_MAX_MESSAGE_LINES = 40
 
 
 # --------------------------------------------------------------------- loading
@@ -77,9 +83,9 @@ class Source:
     bytes: int
 
 
-def _reference_frame(frame: pd.DataFrame, source: str, drop_invalid: bool, offset: int) -> Normalised | Failure:
+def _reference_frame(frame: pd.DataFrame, source: str, offset: int, **reading: Any) -> Normalised | Failure:
     try:
-        return normalise(frame, role="reference", source=source, drop_invalid=drop_invalid, row_offset=offset)
+        return normalise(frame, role="reference", source=source, row_offset=offset, categorical=True, **reading)
     except InputError as exc:
         return Failure(str(exc))
 
@@ -121,57 +127,70 @@ def _batches(files: list[str]) -> list[list[str]]:
     return out
 
 
-def _read_tasks(files: list[str], role: str, drop_invalid: bool, floor: float) -> list[Any]:
+def _read_tasks(files: list[str], role: str, floor: float, reading: dict[str, Any]) -> list[Any]:
     if role == "reference":
-        return [delayed(read_reference, pure=True)(batch, drop_invalid=drop_invalid) for batch in _batches(files)]
+        return [delayed(read_reference, pure=True)(batch, **reading) for batch in _batches(files)]
     from .parquet import row_group_ranges
 
     tasks = []
     for batch in _batches(files):
         if len(batch) > 1:
-            tasks.append(delayed(read_files, pure=True)(batch, drop_invalid=drop_invalid, floor=floor))
+            tasks.append(delayed(read_files, pure=True)(batch, floor=floor, **reading))
             continue
         f = batch[0]
         runs: list = [(None, 0)]
         if (_size(f) or 0) >= _SPLIT_BYTES:
             runs = row_group_ranges(f, target_rows=READ_ROWS)
         for groups, first in runs:
-            tasks.append(delayed(read_part, pure=True)(f, drop_invalid=drop_invalid, floor=floor,
-                                                       row_groups=groups, row_offset=first))
+            tasks.append(delayed(read_part, pure=True)(f, floor=floor, row_groups=groups, row_offset=first,
+                                                       **reading))
     return tasks
 
 
-def _frame_tasks(frame: pd.DataFrame, role: str, source: str, drop_invalid: bool, floor: float) -> list[Any]:
+def _frame_tasks(frame: pd.DataFrame, role: str, source: str, floor: float, reading: dict[str, Any]) -> list[Any]:
     tasks = []
     for lo in range(0, max(len(frame), 1), READ_ROWS):
         chunk = frame.iloc[lo:lo + READ_ROWS]
         if role == "reference":
-            tasks.append(delayed(_reference_frame)(chunk, source, drop_invalid, lo))
+            tasks.append(delayed(_reference_frame)(chunk, source, lo, **reading))
         else:
-            tasks.append(delayed(read_frame)(chunk, source=source, drop_invalid=drop_invalid, floor=floor,
-                                             row_offset=lo))
+            tasks.append(delayed(read_frame)(chunk, source=source, floor=floor, row_offset=lo, **reading))
     return tasks
 
 
-def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0) -> Source:
+def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0, manual_only: bool = False,
+         station_key: str = "as-is", columns: Any = None) -> Source:
     """Describe an input as a list of lazy read tasks.
 
     ``source`` is a path, folder, glob or fsspec URL (or a list of them), a
     pandas DataFrame, or a Dask DataFrame.  Picks are read as
     :class:`pickscale.tasks.PickPart` (only picks at or above ``floor`` are
     kept), the reference as :class:`pickscale.readers.Normalised`.
+    An ObsPy ``Catalog``, a bulletin file/folder/glob (read on the client:
+    bulletins are small), a SeisBench ``PickList`` (or pick-like objects) or
+    a dict name → such is first made a frame (:func:`pickscale.formats.as_frame`).
+    ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`.
     """
+    from . import formats
+
+    reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
+    converted = formats.as_frame(source, role=role, manual_only=manual_only)
+    if converted is not None:
+        name = converted.attrs.get("pickscale_description") or f"<{role}: {type(source).__name__}>"
+        files = list(converted.attrs.get("pickscale_files") or [])
+        tasks = _frame_tasks(converted, role, name, floor, reading)
+        return Source(role, name, tasks, files, int(converted.memory_usage(deep=False).sum()))
     if isinstance(source, pd.DataFrame):
         name = f"<pandas DataFrame, {len(source):,} rows>"
-        tasks = _frame_tasks(source, role, f"the {role} DataFrame", drop_invalid, floor)
+        tasks = _frame_tasks(source, role, f"the {role} DataFrame", floor, reading)
         return Source(role, name, tasks, [], int(source.memory_usage(deep=False).sum()))
     if _is_dask_frame(source):
         name = f"<dask DataFrame, {source.npartitions} partitions>"
         tasks = []
         for i, p in enumerate(source.to_delayed()):
             where = f"partition {i} of the {role} DataFrame"
-            tasks.append(delayed(_reference_frame)(p, where, drop_invalid, 0) if role == "reference"
-                         else delayed(read_frame)(p, source=where, drop_invalid=drop_invalid, floor=floor))
+            tasks.append(delayed(_reference_frame)(p, where, 0, **reading) if role == "reference"
+                         else delayed(read_frame)(p, source=where, floor=floor, **reading))
         return Source(role, name, tasks, [], 0)
     files = resolve_sources(source)
     size = 0
@@ -179,7 +198,7 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
         with contextlib.suppress(OSError, ValueError):
             size += os.path.getsize(f)
     desc = str(source) if not isinstance(source, (list, tuple)) else ", ".join(map(str, source))
-    return Source(role, desc, _read_tasks(files, role, drop_invalid, floor), files, size)
+    return Source(role, desc, _read_tasks(files, role, floor, reading), files, size)
 
 
 # ----------------------------------------------------------------- summaries
@@ -203,10 +222,15 @@ def _rows(report: Normalised) -> dict[str, Any]:
 
 def _raise_failures(parts: Sequence[Any]) -> None:
     """Raise the input errors found by the read tasks, in input order (all of them, up to five)."""
+    from .readers import join_failures
+
     failures = [p.message for p in parts if isinstance(p, Failure)]
     if failures:
-        more = len(failures) - 5
-        raise InputError("\n".join(failures[:5]) + (f"\n(and {more} more input error(s))" if more > 0 else ""))
+        # A message several files share (a glob of one layout) is said once, naming how many.
+        lines = join_failures(failures).split("\n")
+        if len(lines) > _MAX_MESSAGE_LINES:
+            lines = lines[:_MAX_MESSAGE_LINES] + [f"(and more: {len(failures)} read task(s) found input errors)"]
+        raise InputError("\n".join(lines))
 
 
 def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str, int], Normalised]:
@@ -229,6 +253,8 @@ def _scheduler(client: Any) -> Any:
     """The Client to use: the one given, else the current one, else None (Dask's local default)."""
     if client is not None:
         return client
+    if "distributed" not in sys.modules:  # no Client can exist; and importing distributed costs ~0.2 s
+        return None
     try:
         from distributed import default_client
 
@@ -297,9 +323,13 @@ def score(
     budget: int | None = None,
     exhaustive: bool = False,
     drop_invalid: bool = False,
+    manual_only: bool = False,
+    station_key: str = "as-is",
+    columns: Any = None,
     client: Any = None,
     progress: bool | None = None,
     block_picks: int | None = None,
+    exchange_method: str = "auto",
 ) -> xr.Dataset:
     """Score picks against reference arrivals; every SPEC metric in one Dataset.
 
@@ -308,11 +338,24 @@ def score(
     reference, picks
         A path, folder, glob or fsspec URL of CSV/Parquet files (or a list of
         them), a pandas DataFrame or a Dask DataFrame.  Columns and aliases as
-        in SPEC §1.
+        in SPEC §1.  The reference may also be a bulletin ObsPy reads (QuakeML,
+        NonLinLoc, hypoDD …; a file, folder or glob) or an ObsPy ``Catalog``;
+        the picks a SeisBench ``PickList`` (or any pick-like objects), or a
+        dict of model name → such (see README, "Input formats").
     threshold, tol, residual_tol, thresholds, budget, exhaustive
         Options; see :class:`pickscale.options.Options`.
     drop_invalid
         Drop invalid rows with a warning instead of stopping.
+    manual_only
+        From a bulletin, keep only the picks whose ``evaluation_mode`` is
+        ``"manual"``.
+    station_key
+        ``"as-is"`` (default) or ``"net.sta"``: station ids reduced to
+        ``NET.STA`` on both sides (PhaseNet's ``NET.STA.LOC.CHA`` against a
+        bulletin's ``NET.STA``; SPEC §1).
+    columns
+        Column names no alias covers, e.g. ``{"model": "rid", "station":
+        "tid"}`` (or ``"model=rid,station=tid"``).
     client
         A ``distributed.Client``.  Default: the current client if there is one,
         else Dask's local scheduler (no cluster is started here; see
@@ -323,6 +366,13 @@ def score(
         Target number of picks per work unit: a busier station is cut into
         time blocks at quiet gaps (no arrival within ``residual_tol``), which
         bounds a worker's memory and changes no number.  Default: 2,000,000.
+    exchange_method
+        How picks move from the parts they were read in to the partitions
+        that score them (:mod:`pickscale.exchange`): ``"shuffle"`` (Dask's
+        shuffle, p2p on a distributed cluster; its graph grows like parts +
+        partitions), ``"direct"`` (one piece per part and partition; fastest
+        while both are few) or ``"auto"`` (direct while parts × partitions
+        <= 4,096).  Never changes a number.
 
     Returns
     -------
@@ -348,19 +398,34 @@ def score(
     """
     options = Options(threshold=threshold, tol=tol, residual_tol=residual_tol, thresholds=thresholds,
                       budget=budget, exhaustive=exhaustive)
+    from .readers import check_columns, station_key_of
+
+    check_columns(columns)
+    station_key_of(np.zeros(0, dtype=object), station_key)  # an unknown key: OptionsError
+    if exchange_method not in ("auto", "direct", "shuffle"):
+        raise OptionsError(f"exchange_method must be 'auto', 'direct' or 'shuffle'; got {exchange_method!r}.")
     if progress is None:
         progress = sys.stderr.isatty()
     client = _scheduler(client)
+    if client is not None:
+        from .workers import check_workers
+
+        # A scheduler without workers, or workers that cannot import pickscale, would wait forever:
+        # say so within PICKSCALE_WORKER_TIMEOUT (30 s) instead.
+        check_workers(client)
     started = time.time()
 
-    ref_src = load(reference, role="reference", drop_invalid=drop_invalid)
-    pick_src = load(picks, role="picks", drop_invalid=drop_invalid, floor=options.floor)
+    reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
+    ref_src = load(reference, role="reference", manual_only=manual_only, **reading)
+    pick_src = load(picks, role="picks", floor=options.floor, **reading)
 
     # 1–2. Read (picks stay where they were read), outline, decide the scope.
     pick_parts = _persist(pick_src.parts, client)
     ref_parts = _compute(ref_src.parts, client, label="reading reference", progress=False)
-    outlines = _compute([delayed(outline)(p) for p in pick_parts], client, label="reading picks",
-                        progress=progress)
+    # The parts' outlines are merged on the workers: the client receives one summary.
+    merged = _compute([tree_reduce([delayed(outline)(p) for p in pick_parts], merge_outlines)], client,
+                      label="reading picks", progress=progress)[0]
+    outlines = merged if isinstance(merged, list) else [merged]
     _raise_failures(ref_parts + outlines)
     ref_all = Normalised.combine(ref_parts)
     pick_summary, below_floor, pick_report = _combine_outlines(outlines)
@@ -371,58 +436,66 @@ def score(
     )
     ref_report = report_of(ref_all)
 
-    # 3. Work units (station time blocks) and partitions; each part cut into one piece per partition.
+    # 3. Work units (station time blocks) and the partitions that run them.
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=_n_workers(client))
     shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
-    n_parts = plan.n_parts
-    pieces = [delayed(split_part)(p, shared_plan) for p in pick_parts]
-
-    # 4. Score each partition.
     ref_codes = plan.encode_reference(scope.reference)
-    tasks = []
-    for i in range(n_parts):
-        mine = ref_codes[ref_codes["part"].to_numpy() == i]
-        arrivals = {"unit": mine["unit"].to_numpy(np.int64), "phase": mine["phase"].to_numpy(np.int8),
-                    "time": mine["time"].to_numpy(np.int64)}
-        tasks.append(delayed(score_partition)(i, arrivals, shared_plan, options, *[p[i] for p in pieces]))
-    # Drop the client's handles on the read parts: each is freed once it has been split.
-    del pick_parts, pieces
-    outputs = _compute(tasks, client, label="scoring", progress=progress, release=True)
 
-    # 5. Combine in canonical order and finalize.
+    # 4. Exchange (picks move to their work partition) and score; partials combined on the workers.
+    way = exchange.choose(exchange_method, len(pick_parts), plan.n_parts)
+    if way == "direct":
+        partials = exchange.direct(pick_parts, ref_codes, plan, shared_plan, options)
+    else:
+        partials = exchange.shuffle(pick_parts, ref_codes, plan, shared_plan, options,
+                                    conf_dtype=_conf_dtype(outlines), distributed=client is not None)
+    # Drop the client's handles on the read parts: each is freed once it has been moved.
+    del pick_parts
+    total = _compute([tree_reduce(partials, combine_partials)], client, label="scoring", progress=progress,
+                     release=True)[0]
+
+    # 5. Finalize on the client: one partial of arrays, in canonical order.
     from .results import assemble
 
-    per_dataset = _combine_outputs(outputs, scope, plan.stations, options)
+    per_dataset = _per_dataset(total, scope, plan, options)
     attrs = _attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
+    # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
+    emit_warnings(attrs["warnings"])
     return assemble(per_dataset, options=options, attrs=attrs)
 
 
-def _combine_outputs(outputs, scope: Scope, skey_table: pd.DataFrame, options: Options) -> dict[str, Any]:
-    from .results import combine
+def tree_reduce(items: list[Any], combine: Any) -> Any:
+    """Combine delayed ``items`` on the workers, :data:`~pickscale.stacks.FAN_IN` at a time, in order.
 
-    by_station: dict[int, list[StationResult]] = {}
-    fine: dict[int, list[np.ndarray]] = {}
-    for out in outputs:
-        for key, result in out["stations"]:
-            by_station.setdefault(key, []).append(result)
-        for d, (fe, fm) in out["fine"].items():
-            if d in fine:
-                fine[d][0] = fine[d][0] + fe
-                fine[d][1] = fine[d][1] + fm
-            else:
-                fine[d] = [fe, fm]
-    by_dataset: dict[int, list[tuple[str, StationResult]]] = {d: [] for d in range(len(scope.datasets))}
-    for key, parts in sorted(by_station.items()):
-        row = skey_table.iloc[key]
-        # Time blocks of one station add up to the whole station, bit for bit.
-        by_dataset[int(row["dcode"])].append((row["station"], merge_results(parts)))
+    The graph grows like ``len(items)`` and the client receives one result.
+    """
+    level = list(items)
+    if not level:
+        return delayed(combine)()
+    while len(level) > 1:
+        level = [delayed(combine)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    return level[0]
+
+
+def _conf_dtype(outlines: list[Any]) -> Any:
+    """float32 when every part's confidences are exact float32 (as pickers write them), else float64."""
+    return np.float32 if all(o.conf.dtype == np.float32 for o in outlines) else np.float64
+
+
+def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Options) -> dict[str, Any]:
+    """Every scored dataset's counts (:class:`pickscale.results.DatasetCounts`) from the combined partial."""
+    from .results import counts_from_stack
+
+    stations = plan.stations
     per_dataset = {}
     for d, dataset in enumerate(scope.datasets):
-        models = scope.models[dataset]
-        counts = combine(by_dataset[d], models=models, options=options, with_fine=False)
-        if d in fine:
-            counts.fine_emitted, counts.fine_matched = fine[d]
-        per_dataset[dataset] = counts
+        keys = np.flatnonzero(stations["dcode"].to_numpy(np.int64) == d)
+        stack = total.stacks.get(d) if total is not None else None
+        zero = score_station([], [], [], [], [], [], n_models=len(scope.models[dataset]), options=options)
+        stack = complete(stack, keys, zero)
+        fine = total.fine.get(d) if total is not None else None
+        per_dataset[dataset] = counts_from_stack(
+            stack, names=stations["station"].to_numpy(object)[stack.keys], models=scope.models[dataset],
+            options=options, fine=fine)
     return per_dataset
 
 
@@ -448,6 +521,38 @@ def _attributes(options, scope, ref_src, pick_src, ref_report, pick_report, star
 
 
 # ------------------------------------------------------------------- cluster
+
+#: Inputs of local files up to this many bytes (~2 M picks of CSV, more of Parquet) are scored in
+#: the command's own process: starting worker processes would cost more than the job.
+SMALL_INPUT_BYTES = 64 * 2**20
+
+
+def small_local_input(*sources: Any, limit: int = SMALL_INPUT_BYTES) -> bool:
+    """True when every source is local files whose sizes add up to at most ``limit`` bytes.
+
+    Examples
+    --------
+    >>> small_local_input("s3://bucket/picks.parquet")
+    False
+    """
+    total = 0
+    for source in sources:
+        if not isinstance(source, (str, os.PathLike, list, tuple)):
+            return False
+        try:
+            files = resolve_sources(source)
+        except Exception:  # reported by the run itself, with its own message
+            return False
+        for f in files:
+            size = _size(f)
+            if size is None or "://" in str(f):
+                return False
+            total += size
+            if total > limit:
+                return False
+    return True
+
+
 
 def local_cluster(
     n_workers: int | None = None,

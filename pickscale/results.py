@@ -23,7 +23,7 @@ from .kernel import StationResult
 from .metrics import calibration, curves, detection, timing
 from .options import N_BINS, PHASES, Options
 
-__all__ = ["DatasetCounts", "combine", "assemble", "derive", "metric_name", "STATION_FIELDS"]
+__all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble", "derive", "metric_name", "STATION_FIELDS"]
 
 # Per-station additive counts: field -> dims before the trailing station axis.
 STATION_FIELDS: dict[str, tuple[str, ...]] = {
@@ -106,6 +106,44 @@ def combine(
         pairs = {}
     return DatasetCounts(names, list(models), n_reference, counts, fine_emitted.astype(np.int64),
                          fine_matched.astype(np.int64), pairs)
+
+
+def counts_from_stack(
+    stack: Any,
+    *,
+    names: np.ndarray,
+    models: list[str],
+    options: Options,
+    fine: tuple[np.ndarray, np.ndarray] | None,
+) -> DatasetCounts:
+    """One dataset's counts from a :class:`pickscale.stacks.StationStack` (``names[i]`` = row i's station).
+
+    The same layout as :func:`combine` (stations sorted by name on the last
+    axis), built from arrays without one object per station.
+    """
+    names = np.asarray(names, dtype=object)
+    if len(set(names.tolist())) != names.size:
+        raise RuntimeError("internal error: a station was scored twice; the partitioning is wrong")
+    order = np.argsort(names, kind="stable")
+    position = np.empty(order.size, dtype=np.int32)
+    position[order] = np.arange(order.size, dtype=np.int32)
+    counts = {name: np.moveaxis(stack.fields[name][order], 0, -1) for name in STATION_FIELDS}
+    n_reference = np.moveaxis(stack.fields["n_reference"][order], 0, -1)
+    # Pairs grouped by station in key order: regroup them in name order, each station's order kept.
+    row_of_pair = np.searchsorted(stack.keys, stack.pair_key)
+    pair_station = position[row_of_pair]
+    p_order = np.argsort(pair_station, kind="stable")
+    pairs = {
+        "model": stack.pairs["pair_model"][p_order],
+        "phase": stack.pairs["pair_phase"][p_order],
+        "station": pair_station[p_order],
+        "residual_ns": stack.pairs["pair_residual_ns"][p_order],
+        "conf": stack.pairs["pair_conf"][p_order],
+    } if names.size else {}
+    shape = (len(models), 2, options.fine.size)
+    fe, fm = fine if fine is not None else (np.zeros(shape, np.int64), np.zeros(shape, np.int64))
+    return DatasetCounts([str(n) for n in names[order]], list(models), n_reference, counts,
+                         np.asarray(fe, dtype=np.int64), np.asarray(fm, dtype=np.int64), pairs)
 
 
 def metric_name(name: str, exhaustive: bool) -> str:

@@ -424,7 +424,8 @@ def station_hint(ref_stations: Iterable[str], pick_stations: Iterable[str],
     if meets(_net_sta):
         x, y = _example_pair(a, b, _net_sta)
         return (f"Hint: the same NET.STA with different location/channel codes ({x!r} in "
-                f"{side['a']}, {y!r} in {side['b']}); trim both to the same form, e.g. NET.STA.")
+                f"{side['a']}, {y!r} in {side['b']}); rerun with --station-key net.sta (Python: "
+                "station_key=\"net.sta\") to compare stations as NET.STA on both sides.")
     sep = str.maketrans({"_": ".", "-": ".", ":": ".", " ": "."})
     if meets(lambda s: s.translate(sep)):
         x, y = _example_pair(a, b, lambda s: s.translate(sep))
@@ -614,10 +615,14 @@ def plan_scope(
         counts[d]["reference_at_unpicked_stations"] = n_ref_out
         counts[d]["picks_at_unreferenced_stations"] = n_pick_out
         if n_ref_out:
+            # A partial mismatch that NET.STA would mend gets the same hint as a total one.
+            hint = station_hint(ref_only["station"].tolist(), pick_only["station"].tolist(), ref_source,
+                                picks_source) if len(pick_only) else ""
             warnings.append(
                 f"dataset {d!r}: {n_ref_out} reference arrival(s) at {len(ref_only)} station(s) "
                 f"without any pick at or above the floor excluded "
-                f"(e.g. {_show_names(ref_only['station'])}).")
+                f"(e.g. {_show_names(ref_only['station'])})."
+                + (f" {hint}" if hint.startswith("Hint: the same NET.STA") else ""))
         if n_pick_out:
             warnings.append(
                 f"dataset {d!r}: {n_pick_out} pick(s) at {len(pick_only)} station(s) without "
@@ -639,7 +644,9 @@ def plan_scope(
         models[d] = sorted(ps["model"].unique().tolist())
         first, last = int(ps["t_min"].min()), int(ps["t_max"].max())
         pick_spans[d] = (first, last)
-        spans[d] = (first - int(residual_tol_ns), last + int(residual_tol_ns))
+        # Clipped to the instants a time can hold (pandas' range): nothing lies beyond, and int64 must not wrap.
+        spans[d] = (max(first - int(residual_tol_ns), pd.Timestamp.min.value),
+                    min(last + int(residual_tol_ns), pd.Timestamp.max.value))
         ref_spans[d] = (int(rs["t_min"].min()), int(rs["t_max"].max()))
     return ScopePlan(stations=stations, models=models, spans=spans, reference_spans=ref_spans,
                      pick_spans=pick_spans, counts=counts, warnings=warnings)
@@ -676,10 +683,11 @@ def shift_hint(ref_station: np.ndarray, ref_time: np.ndarray, pick_summary: pd.D
     ok = idx >= 0
     if not ok.any():
         return ""
-    t = ref_time[ok].astype(np.int64)
-    lo = spans["t_min"].to_numpy(np.int64)[idx[ok]] - int(tol_ns)
-    hi = spans["t_max"].to_numpy(np.int64)[idx[ok]] + int(tol_ns)
-    quarter = _HOUR_NS // 4
+    # Float seconds: a hint needs no nanoseconds, and times near the ends of int64 must not wrap.
+    t = ref_time[ok].astype(np.int64) / 1e9
+    lo = spans["t_min"].to_numpy(np.int64)[idx[ok]] / 1e9 - tol_ns / 1e9
+    hi = spans["t_max"].to_numpy(np.int64)[idx[ok]] / 1e9 + tol_ns / 1e9
+    quarter = _HOUR_NS / 4e9
     best, best_k = 0.0, 0
     for k in range(-26 * 4, 26 * 4 + 1):
         if k == 0:

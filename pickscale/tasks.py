@@ -30,9 +30,11 @@ from .errors import InputError
 from .kernel import StationResult, score_station
 from .options import PHASES, Options
 from .readers import Normalised, normalise
+from .stacks import Partial
 
 __all__ = ["PickPart", "Piece", "Failure", "read_part", "read_files", "read_reference", "merge_parts", "read_frame",
-           "report_of", "outline", "split_part", "score_partition"]
+           "report_of", "outline", "merge_outlines", "split_part", "score_partition", "encode_for_plan", "arrivals_frame",
+           "exchange_meta", "score_shuffled", "score_units", "EXCHANGE_COLUMNS"]
 
 _PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
 
@@ -97,50 +99,65 @@ class Piece:
 
 # --------------------------------------------------------------------- reading
 
-def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None) -> pd.DataFrame:
+def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None) -> pd.DataFrame:
     """One file as read: Parquet projected (text as dictionaries), anything else by ``read_raw``."""
     from .parquet import is_parquet, read_projected
-    from .readers import read_raw
+    from .readers import check_columns, read_raw
 
-    return read_projected(path, role=role, row_groups=row_groups) if is_parquet(path) else read_raw(path)
+    if is_parquet(path):
+        return read_projected(path, role=role, row_groups=row_groups, columns=check_columns(columns))
+    return read_raw(path)
 
 
 def _joined(failures: list[Failure]) -> Failure:
-    return Failure("\n".join(f.message for f in failures))
+    from .readers import join_failures
+
+    return Failure(join_failures([f.message for f in failures]))
 
 
-def read_part(path: str, *, drop_invalid: bool, floor: float,
-              row_groups: tuple[int, int] | None = None, row_offset: int = 0) -> PickPart | Failure:
+def read_part(path: str, *, drop_invalid: bool, floor: float, row_groups: tuple[int, int] | None = None,
+              row_offset: int = 0, station_key: str = "as-is", columns: Any = None) -> PickPart | Failure:
     """Read, normalise and encode one picks file (or a range of its row groups)."""
     try:
-        return encode_picks(normalise(_raw(path, "picks", row_groups), role="picks", source=path,
-                                      drop_invalid=drop_invalid, row_offset=row_offset, categorical=True), floor)
+        return encode_picks(normalise(_raw(path, "picks", row_groups, columns), role="picks", source=path,
+                                      drop_invalid=drop_invalid, row_offset=row_offset, categorical=True,
+                                      station_key=station_key, columns=columns), floor)
     except InputError as exc:
         return Failure(str(exc))
 
 
-def read_reference(paths: list[str], *, drop_invalid: bool) -> Normalised | Failure:
-    """Read and normalise reference files (the reference is small: gathered on the client)."""
+def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "as-is",
+                   columns: Any = None) -> Normalised | Failure:
+    """Read and normalise reference files (the reference is small: gathered on the client).
+
+    Text columns come back as ``Categorical`` (codes, normalised per distinct
+    value): a few bytes an arrival to gather, and the client's SPEC §2 scope
+    works on the codes.
+    """
     if len(paths) > 1:  # clean files of one schema: one table (see read_files)
         from .parquet import read_projected_many
+        from .readers import check_columns
 
-        raw = read_projected_many(paths, role="reference")
+        raw = read_projected_many(paths, role="reference", columns=check_columns(columns))
         if raw is not None:
             try:
-                return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False)
+                return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False,
+                                 categorical=True, station_key=station_key, columns=columns)
             except InputError:
                 pass  # read them one by one: the message then names the file and its rows
     parts, failures = [], []
     for path in paths:
         try:
-            parts.append(normalise(_raw(path, "reference"), role="reference", source=path,
-                                   drop_invalid=drop_invalid))
+            parts.append(normalise(_raw(path, "reference", None, columns), role="reference", source=path,
+                                   drop_invalid=drop_invalid, categorical=True, station_key=station_key,
+                                   columns=columns))
         except InputError as exc:
             failures.append(Failure(str(exc)))
     return _joined(failures) if failures else Normalised.combine(parts)
 
 
-def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPart | Failure:
+def read_files(paths: list[str], *, drop_invalid: bool, floor: float, station_key: str = "as-is",
+               columns: Any = None) -> PickPart | Failure:
     """Read several (small) picks files in one task: one :class:`PickPart` for all of them.
 
     A hive layout by station holds many small files; a task per file would
@@ -148,29 +165,31 @@ def read_files(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPar
     reported together.
     """
     if len(paths) > 1:
-        together = _read_together(paths, drop_invalid=drop_invalid, floor=floor)
+        together = _read_together(paths, floor=floor, station_key=station_key, columns=columns)
         if together is not None:
             return together
     parts, failures = [], []
     for path in paths:
-        part = read_part(path, drop_invalid=drop_invalid, floor=floor)
+        part = read_part(path, drop_invalid=drop_invalid, floor=floor, station_key=station_key, columns=columns)
         (failures if isinstance(part, Failure) else parts).append(part)
     return _joined(failures) if failures else merge_parts(parts)
 
 
-def _read_together(paths: list[str], *, drop_invalid: bool, floor: float) -> PickPart | None:
+def _read_together(paths: list[str], *, floor: float, station_key: str, columns: Any) -> PickPart | None:
     """Files of one schema read and normalised as one table; None when any file needs its own look.
 
     Only clean batches take this path: with an invalid row anywhere, the files
     are read one by one, so that the message names the file and its rows.
     """
     from .parquet import read_projected_many
+    from .readers import check_columns
 
-    raw = read_projected_many(paths, role="picks")
+    raw = read_projected_many(paths, role="picks", columns=check_columns(columns))
     if raw is None:
         return None
     try:
-        norm = normalise(raw, role="picks", source=", ".join(paths), drop_invalid=False, categorical=True)
+        norm = normalise(raw, role="picks", source=", ".join(paths), drop_invalid=False, categorical=True,
+                         station_key=station_key, columns=columns)
     except InputError:
         return None
     return encode_picks(norm, floor)
@@ -208,12 +227,13 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
                     time=np.concatenate([p.time for p in parts]), conf=conf)
 
 
-def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float,
-               row_offset: int = 0) -> PickPart | Failure:
+def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
+               station_key: str = "as-is", columns: Any = None) -> PickPart | Failure:
     """Normalise and encode picks given as a pandas DataFrame (or one partition of a Dask one)."""
     try:
         return encode_picks(normalise(frame, role="picks", source=source, drop_invalid=drop_invalid,
-                                      row_offset=row_offset, categorical=True), floor)
+                                      row_offset=row_offset, categorical=True, station_key=station_key,
+                                      columns=columns), floor)
     except InputError as exc:
         return Failure(str(exc))
 
@@ -294,30 +314,48 @@ def outline(part: PickPart | Failure) -> PickPart | Failure:
                                conf=part.conf[:0])
 
 
+def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:
+    """Outlines of several parts as one (a node of the reduction tree); or every input error, in order.
+
+    The client then receives one summary of (dataset, station, model) rows,
+    not one per part: its size does not grow with the number of read parts.
+    """
+    failures = [f for item in items for f in (item if isinstance(item, list) else [item])
+                if isinstance(f, Failure)]
+    if failures:
+        return failures
+    return merge_parts([item for item in items if isinstance(item, PickPart)])
+
+
 # ------------------------------------------------------------------- splitting
 
-def split_part(part: PickPart, plan: Any) -> tuple[Piece, ...]:
-    """Cut one part into one :class:`Piece` per work partition (picks of unscored stations dropped).
-
-    ``plan`` is a :class:`pickscale.units.UnitPlan`.
-    """
+def _plan_codes(part: PickPart, plan: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows at scored stations, their work unit, their group = model index * 2 + phase code)."""
     combos = part.combos[["dataset", "station", "model"]]
     codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
     skey_of = codes["skey"].to_numpy(np.float64)
     mcode_of = codes["mcode"].to_numpy(np.float64)
     scored = ~np.isnan(skey_of)
-    keep = scored[part.combo]
-    combo = part.combo[keep]
-    unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[keep])
+    rows = np.flatnonzero(scored[part.combo])
+    combo = part.combo[rows]
+    unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[rows])
+    group_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
+    group = (group_of[combo] + part.phase[rows]).astype(plan.group_dtype)
+    return rows, unit, group
+
+
+def split_part(part: PickPart, plan: Any) -> tuple[Piece, ...]:
+    """Cut one part into one :class:`Piece` per work partition (picks of unscored stations dropped).
+
+    ``plan`` is a :class:`pickscale.units.UnitPlan`.  The direct exchange: each
+    scoring task takes one piece of every part (see :mod:`pickscale.exchange`).
+    """
+    rows, unit, group = _plan_codes(part, plan)
     # One sort by (partition, unit): units are numbered so that this is one integer key.
     rank = plan.unit_rank[unit]
     order = np.argsort(rank)
     rank = rank[order]
-    n_models = int(np.nanmax(mcode_of)) + 1 if scored.any() else 1
-    group_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
-    dtype = np.int8 if n_models * 2 <= np.iinfo(np.int8).max else np.int16
-    rows = np.flatnonzero(keep)[order]
-    group = (group_of[part.combo[rows]] + part.phase[rows]).astype(dtype)
+    rows, group = rows[order], group[order]
     time_ns = part.time[rows]
     conf = part.conf[rows]
     bounds = np.searchsorted(rank, plan.part_rank_bounds)
@@ -330,41 +368,87 @@ def split_part(part: PickPart, plan: Any) -> tuple[Piece, ...]:
     return tuple(pieces)
 
 
+#: Columns of the frame the shuffle exchange moves: picks and arrivals together, arrivals with a negative group.
+EXCHANGE_COLUMNS = ("label", "unit", "group", "time", "conf")
+
+
+def exchange_meta(conf_dtype: Any, group_dtype: Any) -> pd.DataFrame:
+    """The empty frame with the exchange's columns and dtypes (Dask's ``meta``)."""
+    return pd.DataFrame({"label": np.zeros(0, np.int32), "unit": np.zeros(0, np.int32),
+                         "group": np.zeros(0, group_dtype), "time": np.zeros(0, np.int64),
+                         "conf": np.zeros(0, conf_dtype)})
+
+
+def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
+    """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition)."""
+    rows, unit, group = _plan_codes(part, plan)
+    return pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
+                         "group": group, "time": part.time[rows],
+                         "conf": part.conf[rows].astype(conf_dtype, copy=False)})
+
+
+def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
+    """Scored arrivals as rows of the exchange frame: group ``-1 - phase``, conf 0."""
+    return pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
+                         "unit": ref_codes["unit"].to_numpy(np.int32),
+                         "group": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.group_dtype),
+                         "time": ref_codes["time"].to_numpy(np.int64),
+                         "conf": np.zeros(len(ref_codes), conf_dtype)})
+
+
 # --------------------------------------------------------------------- scoring
 
-def score_partition(number: int, reference: dict[str, np.ndarray], plan: Any, options: Options,
-                    *pieces: Piece) -> dict[str, Any]:
-    """Score the work units (station time blocks) of one partition; return additive results only.
-
-    ``reference`` holds this partition's arrivals as ``unit``, ``phase`` and
-    ``time`` arrays.  The fine curve is summed per dataset here rather than
-    shipped per unit.
-    """
-    units = np.flatnonzero(plan.unit_part == number)
+def score_partition(reference: dict[str, np.ndarray], plan: Any, options: Options, *pieces: Piece) -> Partial:
+    """Score the pieces of one work partition (the direct exchange); ``reference`` holds its arrivals."""
     pieces = tuple(p for p in pieces if len(p))
     if pieces:
         unit = np.concatenate([np.repeat(p.units, p.counts) for p in pieces])
-        order = np.argsort(unit, kind="stable")
-        p_unit = unit[order]
-        del unit
-        p_group = np.concatenate([p.group for p in pieces]).astype(np.int64)[order]
-        p_time = np.concatenate([p.time for p in pieces])[order]
-        p_conf = np.concatenate([p.conf.astype(np.float64, copy=False) for p in pieces])[order]
+        group = np.concatenate([p.group for p in pieces]).astype(np.int64)
+        time_ns = np.concatenate([p.time for p in pieces])
+        conf = np.concatenate([p.conf.astype(np.float64, copy=False) for p in pieces])
     else:
-        p_unit = p_group = p_time = np.zeros(0, np.int64)
-        p_conf = np.zeros(0, np.float64)
+        unit = group = time_ns = np.zeros(0, np.int64)
+        conf = np.zeros(0, np.float64)
+    return score_units((unit, group, time_ns, conf), (reference["unit"], reference["phase"], reference["time"]),
+                       plan, options)
+
+
+def score_shuffled(frame: pd.DataFrame, plan: Any, options: Options) -> Partial:
+    """Score one output partition of the shuffle exchange: picks and arrivals arrive together."""
+    group = frame["group"].to_numpy(np.int64)
+    unit = frame["unit"].to_numpy(np.int64)
+    time_ns = frame["time"].to_numpy(np.int64)
+    pick = group >= 0
+    arrival = ~pick
+    return score_units(
+        (unit[pick], group[pick], time_ns[pick], frame["conf"].to_numpy()[pick].astype(np.float64, copy=False)),
+        (unit[arrival], (-1 - group[arrival]).astype(np.int8), time_ns[arrival]),
+        plan, options)
+
+
+def score_units(picks: tuple[np.ndarray, ...], arrivals: tuple[np.ndarray, ...], plan: Any,
+                options: Options) -> Partial:
+    """Score every work unit present among ``picks`` (unit, group, time, conf) and ``arrivals`` (unit, phase, time).
+
+    Row order does not matter: rows are grouped by unit here and the kernel
+    puts each unit's rows in its canonical order.  The fine curve is summed
+    per dataset here rather than shipped per unit.
+    """
+    p_unit, p_group, p_time, p_conf = picks
+    order = np.argsort(p_unit, kind="stable")
+    p_unit, p_group, p_time, p_conf = p_unit[order], p_group[order], p_time[order], p_conf[order]
+    del order
     p_model, p_phase = p_group >> 1, p_group & 1
     del p_group
-    r_order = np.argsort(reference["unit"], kind="stable")
-    r_unit = reference["unit"][r_order]
-    r_phase = reference["phase"][r_order]
-    r_time = reference["time"][r_order]
+    r_unit, r_phase, r_time = arrivals
+    r_order = np.argsort(r_unit, kind="stable")
+    r_unit, r_phase, r_time = r_unit[r_order], r_phase[r_order], r_time[r_order]
     n_models = plan.stations["n_models"].to_numpy(np.int64)
     dataset_of = plan.stations["dcode"].to_numpy(np.int64)
 
-    results: list[tuple[int, StationResult]] = []
-    fine: dict[int, list[np.ndarray]] = {}
-    for u in units:  # one step per work unit
+    items: list[tuple[int, int, StationResult]] = []
+    fine: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for u in np.union1d(p_unit, r_unit):  # one step per work unit present
         plo, phi = np.searchsorted(p_unit, [u, u + 1])
         rlo, rhi = np.searchsorted(r_unit, [u, u + 1])
         key = int(plan.unit_station[u])
@@ -374,11 +458,7 @@ def score_partition(number: int, reference: dict[str, np.ndarray], plan: Any, op
             n_models=int(n_models[key]), options=options,
         )
         d = int(dataset_of[key])
-        if d in fine:
-            fine[d][0] += result.fine_emitted
-            fine[d][1] += result.fine_matched
-        else:
-            fine[d] = [result.fine_emitted.copy(), result.fine_matched.copy()]
-        result.fine_emitted = result.fine_matched = np.zeros(0, dtype=np.int64)
-        results.append((key, result))
-    return {"stations": results, "fine": fine}
+        fe, fm = fine.get(d, (0, 0))
+        fine[d] = (fe + result.fine_emitted, fm + result.fine_matched)
+        items.append((d, key, result))
+    return Partial.of(items, fine=fine)

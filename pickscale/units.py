@@ -16,7 +16,7 @@ import pandas as pd
 
 from .blocks import block_of, cut_points
 from .options import PHASES, Options
-from .scope import Scope
+from .scope import Scope, text_codes
 
 __all__ = ["UnitPlan", "plan_units", "DEFAULT_BLOCK_PICKS"]
 
@@ -61,6 +61,12 @@ class UnitPlan:
         self.part_rank_bounds = np.searchsorted(self.unit_part[self.unit_of_rank], np.arange(self.n_parts + 1))
 
     @property
+    def group_dtype(self) -> type:
+        """The narrowest integer dtype for a pick's group code (model index * 2 + phase) under this plan."""
+        most = int(self.stations["n_models"].max()) if len(self.stations) else 1
+        return np.int16 if 2 * most < np.iinfo(np.int16).max else np.int32
+
+    @property
     def n_parts(self) -> int:
         return int(self.unit_part.max()) + 1 if self.unit_part.size else 1
 
@@ -82,20 +88,56 @@ class UnitPlan:
         return unit
 
     def encode_reference(self, reference: pd.DataFrame) -> pd.DataFrame:
-        """Scored arrivals as (part, unit, phase, time) codes."""
-        ref = reference.merge(
-            self.stations.reset_index(names="skey")[["dataset", "station", "skey"]],
-            on=["dataset", "station"], how="inner",
-        )
-        skey = ref["skey"].to_numpy(np.int64)
-        time_ns = ref["time"].to_numpy(np.int64)
+        """Scored arrivals as (part, unit, phase, time) codes (rows at other stations left out, order kept).
+
+        Works on the text columns' codes (``Categorical`` or factorized): no
+        per-row string, no merge.
+        """
+        rows, skey = _station_rows(self.stations, reference)
+        time_ns = reference["time"].to_numpy(np.int64)[rows]
         unit = self.units_of(skey, time_ns)
+        p_codes, p_names = text_codes(reference["phase"])
+        phase_of = np.array([_PHASE_CODE.get(str(p), -1) for p in p_names], dtype=np.int8)
+        phase = phase_of[p_codes[rows]]
+        if (phase < 0).any():
+            raise ValueError("encode_reference: a phase other than P or S")
         return pd.DataFrame({
             "part": self.unit_part[unit],
             "unit": unit,
-            "phase": ref["phase"].map(_PHASE_CODE).to_numpy(np.int8),
+            "phase": phase,
             "time": time_ns,
         })
+
+
+def _station_rows(stations: pd.DataFrame, reference: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of ``reference`` at a station of ``stations``, ascending; their station key ``skey``).
+
+    Matched on integer codes: ``stations``' (dataset, station) pairs are looked
+    up among the reference's distinct values once, then each row's pair code
+    is found by one ``searchsorted``.
+    """
+    d_codes, d_names = text_codes(reference["dataset"])
+    s_codes, s_names = text_codes(reference["station"])
+    ns = max(len(s_names), 1)
+    d_at = pd.Index(d_names, dtype=object).get_indexer(stations["dataset"].to_numpy(object))
+    s_at = pd.Index(s_names, dtype=object).get_indexer(stations["station"].to_numpy(object))
+    known = np.flatnonzero((d_at >= 0) & (s_at >= 0))
+    table = d_at[known].astype(np.int64) * ns + s_at[known]
+    order = np.argsort(table)
+    table, skeys = table[order], known[order].astype(np.int64)  # the skey is the row of ``stations``
+    pair = d_codes * ns + s_codes
+    if table.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    space = max(len(d_names), 1) * ns
+    if space <= 4 * pair.size + (1 << 16):  # a lookup table over every (dataset, station) code
+        lut = np.full(space, -1, dtype=np.int64)
+        lut[table] = skeys
+        skey = lut[pair]
+        rows = np.flatnonzero(skey >= 0)
+        return rows, skey[rows]
+    pos = np.minimum(np.searchsorted(table, pair), table.size - 1)
+    rows = np.flatnonzero(table[pos] == pair)
+    return rows, skeys[pos[rows]]
 
 
 def plan_units(scope: Scope, options: Options, *, block_picks: int | None = None, n_workers: int = 1) -> UnitPlan:
@@ -126,13 +168,19 @@ def plan_units(scope: Scope, options: Options, *, block_picks: int | None = None
     n_units = np.ones(len(stations), dtype=np.int64)
     busy = np.flatnonzero(stations["picks"].to_numpy() > target)
     if busy.size:
-        ref = scope.reference
-        by_station = {k: g["time"].to_numpy(np.int64) for k, g in ref.groupby(["dataset", "station"], sort=False)}
+        # The busy stations' arrival times: rows matched on codes, sorted once by station, split by searchsorted.
+        rows, skey = _station_rows(stations, scope.reference)
+        is_busy = np.zeros(len(stations), dtype=bool)
+        is_busy[busy] = True
+        sel = np.flatnonzero(is_busy[skey])
+        sel = sel[np.argsort(skey[sel], kind="stable")]  # row order kept within a station
+        busy_key = skey[sel]
+        busy_time = scope.reference["time"].to_numpy(np.int64)[rows[sel]]
         for key in busy:
-            dataset, station = stations.at[key, "dataset"], stations.at[key, "station"]
             wanted = -(-int(stations.at[key, "picks"]) // target)
             span = (int(facts["t_min"].iat[key]), int(facts["t_max"].iat[key]))
-            c = cut_points(by_station.get((dataset, station), np.zeros(0, np.int64)),
+            lo, hi = np.searchsorted(busy_key, [key, key + 1])
+            c = cut_points(busy_time[lo:hi],
                            residual_tol_ns=options.residual_tol_ns, span=span, n_blocks=wanted)
             if c.size:
                 cuts[int(key)] = c

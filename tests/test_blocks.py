@@ -12,6 +12,7 @@ import pickscale
 from pickscale.blocks import block_of, candidate_cuts, cut_points
 from pickscale.kernel import merge_results, score_station
 from pickscale.options import Options
+from pickscale.stacks import Partial, combine_partials
 from pickscale.tables import to_csv_bytes
 from pickscale.units import plan_units
 
@@ -82,6 +83,20 @@ def test_blocks_merge_to_the_whole_station_bit_for_bit(data, n_models, step):
         for b in range(cuts.size + 1)
     ]
     assert merge_results(parts).equals(whole)
+    # The engine's reduction tree: blocks scattered over partials (beside another station), combined in
+    # any grouping, come out as the whole station — and the other station as it went in.
+    n_partials = data.draw(st.integers(1, 4))
+    where = data.draw(st.lists(st.integers(0, n_partials - 1), min_size=len(parts), max_size=len(parts)))
+    partials = [Partial.of([(0, 5, r) for r, w in zip(parts, where) if w == i]
+                           + ([(0, 2, whole)] if i == 0 else []), fine={}) for i in range(n_partials)]
+    split = data.draw(st.integers(1, n_partials))
+    combined = combine_partials(combine_partials(*partials[:split]), *partials[split:])
+    stack = combined.stacks[0]
+    assert stack.keys.tolist() == [2, 5]
+    for row in (0, 1):
+        got = stack.result(row)
+        got.fine_emitted, got.fine_matched = whole.fine_emitted, whole.fine_matched
+        assert got.equals(whole)
 
 
 def _busy_catalogue(seed=3):

@@ -329,3 +329,25 @@ def test_block_picks_changes_no_number(cat, tmp_path, capsys, scheduler):
     code, _, err = run(score_argv(ref_path, picks_path, tmp_path / "bad", scheduler, "--block-picks", "0"), capsys)
     assert code == 2 and "--block-picks must be a whole number >= 1" in err and "Traceback" not in err
     assert_nothing_written(tmp_path / "bad")
+
+
+def test_small_job_runs_in_process_with_the_same_tables(cat, tmp_path, monkeypatch):
+    """Issue 10: a small study of local files starts no cluster (it would cost more than the job);
+    the tables are those of a run on worker processes, byte for byte."""
+    ref, picks = write_inputs(cat, tmp_path / "in")
+    assert main(["score", "--reference", str(ref), "--picks", str(picks), "--out", str(tmp_path / "cluster"),
+                 "--workers", "1", "--quiet", *cli_flags("score", "--no-figures")]) == 0
+    import pickscale.engine
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a small job started a cluster")
+
+    monkeypatch.setattr(pickscale.engine, "local_cluster", no_cluster)
+    assert main(["score", "--reference", str(ref), "--picks", str(picks), "--out", str(tmp_path / "inproc"),
+                 "--quiet", *cli_flags("score", "--no-figures")]) == 0
+    for name in TABLE_NAMES:
+        assert (tmp_path / "inproc" / f"{name}.csv").read_bytes() == (tmp_path / "cluster" / f"{name}.csv").read_bytes()
+    # Above the size limit the command starts its cluster; a URL is never "small".
+    assert not pickscale.engine.small_local_input(str(ref), str(picks), limit=1)
+    assert pickscale.engine.small_local_input(str(ref), str(picks))
+    assert not pickscale.engine.small_local_input("memory://picks.csv", str(picks))

@@ -131,6 +131,21 @@ def test_dask_dataframe_partitions(inputs, baseline, npartitions):
     same_as_baseline(ds, baseline)
 
 
+@pytest.mark.parametrize("block_picks", [None, 40])
+def test_both_exchanges_give_identical_results(inputs, baseline, block_picks):
+    """Dask's shuffle and the direct cut move picks differently; with or without time blocks (which then
+    meet again in the reduction tree), the numbers are the same bit for bit."""
+    ref_path, picks_path = inputs
+    for method in ("shuffle", "direct"):
+        same_as_baseline(pickscale.score(str(ref_path), str(picks_path), exchange_method=method,
+                                         block_picks=block_picks), baseline)
+
+
+def test_unknown_exchange_method_is_refused(inputs):
+    with pytest.raises(pickscale.errors.OptionsError, match="exchange_method"):
+        pickscale.score(*map(str, inputs), exchange_method="fast")
+
+
 # --------------------------------------------------------------------------- real worker processes
 
 @pytest.fixture(scope="module")
@@ -149,6 +164,9 @@ def test_local_cluster_client(inputs, split_inputs, baseline, client):
     assert no_default_client()  # the cluster is used only where it is passed
     ref_path, picks_path = inputs
     same_as_baseline(pickscale.score(str(ref_path), str(picks_path), client=client), baseline)
+    # Dask's p2p shuffle between worker processes, time blocks of one station in different partitions.
+    same_as_baseline(pickscale.score(str(ref_path), str(picks_path), client=client, exchange_method="shuffle",
+                                     block_picks=40), baseline)
     # Several files, several workers: parts normalised and scored in different processes.
     ref, picks = split_inputs
     same_as_baseline(pickscale.score(str(ref), str(picks), client=client), baseline)

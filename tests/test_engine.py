@@ -367,3 +367,21 @@ def test_paired_windows_matches_brute_force():
         "PhaseNet(190703-214543)": 0.949, "EQTransformer(original)": 0.951,
         "EQTransformer(conservative)": 0.917, "GPD(model_pol_best)": 0.955,
     }
+
+
+def test_warnings_reach_python_users(tmp_path):
+    """Issue 12: every exclusion warning is issued through `warnings.warn` (and kept in the attributes)."""
+    ref = pd.DataFrame({"station": ["CI.CLC", "CI.CLC", "CI.SRT"], "phase": ["P", "S", "P"],
+                        "time": ["2019-07-06T03:19:53Z", "2019-07-06T03:19:58Z", "2019-07-06T03:19:55Z"]})
+    picks = pd.DataFrame({"station": ["CI.CLC..HH", "CI.CLC.", "CI.SRT.00.HH"], "phase": ["P", "S", "P"],
+                          "time": ["2019-07-06T03:19:53.1Z", "2019-07-06T03:19:58.2Z", "2019-07-06T03:19:55Z"],
+                          "conf": [0.9, 0.8, 0.7]})
+    with pytest.warns(pickscale.PickscaleWarning) as caught:
+        ds = pickscale.score(ref, picks)
+    messages = [str(w.message) for w in caught]
+    assert messages == list(dict.fromkeys(ds.attrs["warnings"])) and messages
+    # A partial station mismatch that NET.STA would mend names the option, as a total one does.
+    assert any("station_key=\"net.sta\"" in m and "CI.SRT" in m for m in messages), messages
+    whole = pickscale.score(ref, picks, station_key="net.sta")
+    assert sorted(whole.station.values) == ["CI.CLC", "CI.SRT"]
+    assert float(whole.recall.sel(dataset="all", model="model", phase="P", threshold=0.3)) == 1.0

@@ -12,7 +12,8 @@ and the integrity checks of ``open_results``.
   previous store and tables untouched, no temporary left.
 - Two runs aimed at one folder: one wins cleanly, the other stops with a clear message; never a mix.
 - ``open_results`` (and ``pickscale report``) refuse an incomplete store, another schema, a folder that
-  is not a pickscale store, and a store that lost or changed files since it was written.
+  is not a pickscale store, and a store that lost or changed files since it was written, or lost its
+  manifest (more in ``tests/test_store_integrity.py``).
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ def kill_group(pgid: int) -> None:
 
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_worker_killed_mid_run_completes_identically(big, cluster, run_b):
+@pytest.mark.parametrize("exchange_method", ["direct", "shuffle"])
+def test_worker_killed_mid_run_completes_identically(big, cluster, run_b, exchange_method):
+    """Both exchanges survive a lost worker: the direct one by task retries, Dask's p2p shuffle by restarting."""
     cl, client = cluster
     want_ds, want = run_b
     pids = client.run(os.getpid)  # worker address -> pid
@@ -191,7 +194,7 @@ def test_worker_killed_mid_run_completes_identically(big, cluster, run_b):
 
     def run():
         try:
-            result["ds"] = pickscale.score(*map(str, big), client=client).load()
+            result["ds"] = pickscale.score(*map(str, big), client=client, exchange_method=exchange_method).load()
         except BaseException as exc:  # reported below
             result["error"] = exc
 
@@ -601,7 +604,7 @@ def _damage(kind: str, store: Path) -> None:
 
 DAMAGE = {
     "incomplete": ["incomplete store", "did not finish", "re-run `pickscale score`"],
-    "other-schema": ["has store schema 99", f"reads schema {SCHEMA_VERSION}"],
+    "other-schema": [f"has store schema {SCHEMA_VERSION + 98}", f"reads schema {SCHEMA_VERSION}"],
     "chunk-missing": ["is damaged", "recall/c/", "is missing", "copied or synced only in part"],
     "chunk-truncated": ["is damaged", "emitted/c/", "bytes, not"],
     "not-pickscale": ["is not a pickscale store"],
@@ -630,8 +633,9 @@ def test_open_results_and_report_refuse_a_store_that_cannot_be_trusted(kind, run
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before  # no table written
 
 
-def test_store_without_manifest_still_opens(run_a, tmp_path):
-    """Stores written before the manifest existed are read as before."""
+def test_store_without_manifest_is_refused(run_a, tmp_path):
+    """Every store of this schema has a manifest: without it nothing shows a missing chunk (read as 0)."""
     store = save(run_a[0], tmp_path / "results.zarr")
     (store / store_module.MANIFEST).unlink()
-    assert csv_tables(open_results(store).load()) == run_a[1]
+    with pytest.raises(StoreError, match=rf"is damaged: its manifest {store_module.MANIFEST} is missing"):
+        open_results(store)

@@ -100,3 +100,37 @@ def test_scheduler_address_from_the_environment(scheduler_address, tmp_path, mon
     assert main(["score", "--reference", str(DATA / "reference.csv"), "--picks", str(DATA / "picks.csv"),
                  "--out", str(out), "--no-figures", "--quiet"]) == 0
     assert pickscale.open_results(out / "results.zarr").sizes["station"] == 8
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_cluster_shape_graph_is_linear_and_tables_equal(scheduler_address):
+    """Issue 10: P read parts and Q work partitions in the hundreds; the tasks grow like P + Q, not P × Q.
+
+    The picks come as a Dask DataFrame of P = 150 partitions and ``block_picks`` gives Q = 150 work
+    partitions: the direct exchange would hold 22,500 edges; Dask's p2p shuffle holds ~P + Q tasks.
+    """
+    import dask.dataframe as dd
+    from distributed import Client, get_task_stream
+
+    from catalogues import plain_catalogue
+    from conftest_engine import assert_same_csv, assert_same_results, csv_bytes
+    from pickscale.exchange import choose
+
+    cat = plain_catalogue(seed=8, n_datasets=2, n_stations=90, n_events=3)
+    p = q = 150
+    frame = dd.from_pandas(cat.picks, npartitions=p, sort=False)
+    assert frame.npartitions == p
+    block = len(cat.picks) // q
+    assert choose("auto", p, q) == "shuffle"
+    local = pickscale.score(cat.reference, cat.picks, exchange_method="direct")
+    with Client(scheduler_address, timeout="30s", set_as_default=False) as client:
+        with get_task_stream(client) as stream:
+            ds = pickscale.score(cat.reference, frame, client=client, block_picks=block, progress=False)
+        n_tasks = len(stream.data)
+        assert client.run(lambda: 1)  # the workers are still there
+    # Read + outline + encode + transfer per part; unpack + score per partition; the reduction tree.
+    assert n_tasks < 6 * (p + q), n_tasks
+    assert n_tasks > p + q  # the stream did see the job
+    assert_same_csv(csv_bytes(pickscale.tables(ds)), csv_bytes(pickscale.tables(local)))
+    assert_same_results(ds, local)
