@@ -15,10 +15,8 @@ import argparse
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
-
 from record import write_block  # benchmarks/ is the script's folder, so on sys.path
 
 from pickscale.kernel import score_station

@@ -15,8 +15,9 @@ import sys
 import threading
 import traceback
 import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from . import __version__
 from .errors import OptionsError, PickscaleError, StoreError

@@ -34,8 +34,9 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import dask
 import numpy as np
@@ -49,8 +50,17 @@ from .options import Options
 from .readers import Normalised, normalise, resolve_sources
 from .scope import Scope, scope_from_summary
 from .stacks import FAN_IN, Partial, combine_partials, complete
-from .tasks import (Failure, PickPart, merge_outlines, outline, read_files, read_frame, read_part, read_reference,
-                    report_of)
+from .tasks import (
+    Failure,
+    PickPart,
+    merge_outlines,
+    outline,
+    read_files,
+    read_frame,
+    read_part,
+    read_reference,
+    report_of,
+)
 from .units import plan_units
 
 if TYPE_CHECKING:

@@ -67,7 +67,7 @@ class StationResult:
     conf_sq_sums: np.ndarray  # (M, 2, 10) int64: sums of the ten limb products v_i * v_j (i <= j)
     hit_conf_limbs: np.ndarray  # (M, 2, 4) int64: sums of v's limbs over the matched picks
 
-    def equals(self, other: "StationResult") -> bool:
+    def equals(self, other: StationResult) -> bool:
         """Bit-for-bit equality of every field."""
         return all(
             getattr(self, f.name).dtype == getattr(other, f.name).dtype

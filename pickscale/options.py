@@ -7,8 +7,9 @@ integer nanoseconds (for the kernel, which compares times as int64).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ class Options:
         }
 
     @classmethod
-    def from_attrs(cls, attrs: dict[str, Any]) -> "Options":
+    def from_attrs(cls, attrs: dict[str, Any]) -> Options:
         """Inverse of :meth:`to_attrs`."""
         return cls(
             threshold=attrs["threshold"],

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd

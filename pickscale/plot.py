@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np

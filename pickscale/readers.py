@@ -28,8 +28,9 @@ import codecs
 import csv
 import decimal
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -212,7 +213,7 @@ class Normalised:
         return out
 
     @classmethod
-    def combine(cls, parts: Sequence["Normalised"]) -> "Normalised":
+    def combine(cls, parts: Sequence[Normalised]) -> Normalised:
         """Concatenate the results of several partitions or files of one role.
 
         Counts are summed, examples are kept in order (first five per part),

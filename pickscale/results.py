@@ -13,8 +13,9 @@ away and totals are ``.sum("station")`` in canonical (sorted) order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr

@@ -27,8 +27,8 @@ Decisions where SPEC §2 is silent
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -100,7 +100,7 @@ class Scope:
     exclusions: dict[str, int]
     exclusions_by_dataset: dict[str, dict[str, int]]
     warnings: list[str] = field(default_factory=list)
-    plan: "ScopePlan | None" = None
+    plan: ScopePlan | None = None
     pick_summary: pd.DataFrame | None = None
 
     @property

@@ -30,8 +30,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import Iterable
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class StationStack:
     pairs: dict[str, np.ndarray]
 
     @classmethod
-    def of(cls, items: list[tuple[int, StationResult]]) -> "StationStack":
+    def of(cls, items: list[tuple[int, StationResult]]) -> StationStack:
         """Stack station results (distinct keys, any order)."""
         items = sorted(items, key=lambda kr: kr[0])
         results = [r for _, r in items]
@@ -95,7 +95,7 @@ class StationStack:
                              **{name: values[lo:hi] for name, values in self.pairs.items()})
 
     @classmethod
-    def concat(cls, stacks: list["StationStack"]) -> "StationStack":
+    def concat(cls, stacks: list[StationStack]) -> StationStack:
         """One stack of all stations; a station in several stacks (time blocks) is merged."""
         if len(stacks) == 1:
             return stacks[0]
@@ -112,7 +112,7 @@ class StationStack:
         repeated = np.flatnonzero(keys[1:] == keys[:-1])
         return out if not repeated.size else out._merge_repeated(np.unique(keys[repeated]))
 
-    def _merge_repeated(self, repeated: np.ndarray) -> "StationStack":
+    def _merge_repeated(self, repeated: np.ndarray) -> StationStack:
         # Only stations cut into time blocks repeat: few, so one merge_results each.
         rows = np.isin(self.keys, repeated)
         merged = []
@@ -124,7 +124,7 @@ class StationStack:
         rest = self._take(np.flatnonzero(~rows))
         return StationStack.concat([rest, StationStack.of(merged)])
 
-    def _take(self, rows: np.ndarray) -> "StationStack":
+    def _take(self, rows: np.ndarray) -> StationStack:
         keep = np.isin(self.pair_key, self.keys[rows])
         return StationStack(keys=self.keys[rows], fields={n: v[rows] for n, v in self.fields.items()},
                             pair_key=self.pair_key[keep], pairs={n: v[keep] for n, v in self.pairs.items()})
@@ -139,7 +139,7 @@ class Partial:
 
     @classmethod
     def of(cls, items: Iterable[tuple[int, int, StationResult]],
-           fine: dict[int, tuple[np.ndarray, np.ndarray]]) -> "Partial":
+           fine: dict[int, tuple[np.ndarray, np.ndarray]]) -> Partial:
         """From ``(dataset code, station key, result)`` triples; blocks of one station are merged."""
         by_dataset: dict[int, dict[int, list[StationResult]]] = {}
         for d, key, result in items:

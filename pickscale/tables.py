@@ -10,8 +10,9 @@ CSV values are written at full precision; printed tables round to 3 decimals.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 

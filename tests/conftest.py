@@ -1,12 +1,20 @@
-"""Shared pytest set-up for the numerical-core tests.
+"""Shared pytest set-up: hypothesis profiles, set once here.
 
-``tests/`` is put on ``sys.path`` so that the test modules can ``import brute``
-whatever the import mode pytest runs in.
+Shared helpers (the brute-force SPEC implementation, catalogue builders, result checks) live in the
+``tests.helpers`` package and are imported as such: no ``sys.path`` edits.
+
+Profiles: ``default`` (no deadline: the brute force is slow by design, and a loaded CI machine must not
+turn time into failures; no example database, so every run is reproducible from its seed alone) and
+``thorough`` (10× the examples), chosen with ``HYPOTHESIS_PROFILE``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
+from hypothesis import HealthCheck, settings
+
+_COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("default", **_COMMON)
+settings.register_profile("thorough", max_examples=1000, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -21,9 +21,9 @@ import gzip
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -32,10 +32,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import pickscale
-from catalogues import S, iso, plain_catalogue
 from pickscale.cli import main
 from pickscale.config import load_config
 from pickscale.errors import InputError, OptionsError, PickscaleError, StoreError
+from tests.helpers.catalogues import S, iso, plain_catalogue
 
 # SPEC §1 aliases (canonical first), as the message must list them.
 ALIASES = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -146,9 +145,9 @@ def test_engine_with_tiny_blocks_equals_whole_stations():
 def test_busy_station_is_cut_and_units_stay_small():
     ref, picks = _busy_catalogue()
     from pickscale.engine import load  # noqa: F401  (the engine's own reading path)
-    from pickscale.tasks import report_of  # noqa: F401
     from pickscale.readers import normalise
     from pickscale.scope import apply_scope
+    from pickscale.tasks import report_of  # noqa: F401
 
     options = Options(residual_tol=2.0)
     n_ref = normalise(ref, role="reference", source="ref").frame

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 import pickscale
-from catalogues import S, iso, plain_catalogue
-from conftest_engine import TABLE_NAMES, assert_same_csv, cli_flags, csv_bytes, no_default_client, start_cluster
 from pickscale.cli import main
+from tests.helpers.catalogues import S, iso, plain_catalogue
+from tests.helpers.checks import TABLE_NAMES, assert_same_csv, cli_flags, csv_bytes, no_default_client, start_cluster
 
 TITLES = ("DETECTION at the shared threshold", "ONSET TIME at the shared threshold", "CALIBRATION",
           "PHASE QUALITY at the shared threshold")

@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 import pickscale
-from catalogues import trap_catalogue
-from conftest_engine import (
+from tests.helpers.catalogues import trap_catalogue
+from tests.helpers.checks import (
     TABLE_NAMES,
     assert_same_csv,
     assert_same_results,

@@ -18,20 +18,20 @@ import pytest
 import xarray as xr
 
 import pickscale
-from catalogues import DATASETS, MODELS, trap_catalogue
-from conftest_engine import (
+from pickscale.store import sanitise
+from tests.helpers.catalogues import DATASETS, MODELS, trap_catalogue
+from tests.helpers.checks import (
     EXCLUSION_KEYS,
     TABLE_NAMES,
+    assert_same_csv,
     assert_store_matches,
     assert_tables_equal,
-    assert_same_csv,
     csv_bytes,
     expected_results,
     nan_equal_json,
     no_default_client,
     read_plain,
 )
-from pickscale.store import sanitise
 
 # The real data sets: the copies in tests/data, else the shared originals.
 DATA = next((p for p in (Path(__file__).parent / "data", Path("/work/shared/data"))

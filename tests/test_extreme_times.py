@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import brute
 import pickscale
 from pickscale.blocks import candidate_cuts, cut_points
 from pickscale.cli import main
@@ -25,7 +24,8 @@ from pickscale.errors import OptionsError
 from pickscale.kernel import merge_results, score_station
 from pickscale.matching import greedy_match, windows
 from pickscale.options import Options
-from test_properties import JITTER_NS, SETTINGS, STEPS_NS, Case, _check_against_brute, options_st
+from tests.helpers import brute
+from tests.test_properties import JITTER_NS, SETTINGS, STEPS_NS, Case, _check_against_brute, options_st
 
 S = 10**9
 I64 = np.iinfo(np.int64)

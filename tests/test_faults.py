@@ -35,15 +35,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
 
 import pickscale
-from catalogues import plain_catalogue
 from pickscale import store as store_module
 from pickscale.cli import main
 from pickscale.errors import StoreError
-from pickscale.store import SCHEMA_VERSION, open_results, save, sanitise
+from pickscale.store import SCHEMA_VERSION, open_results, sanitise, save
 from pickscale.tables import TABLE_NAMES, to_csv_bytes, write_tables
+from tests.helpers.catalogues import plain_catalogue
 
 S = 10**9
 T0 = 1_709_251_200 * S  # 2024-03-01T00:00:00Z

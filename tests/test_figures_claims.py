@@ -10,9 +10,7 @@ never "0.0 %" for a rate above zero; never "-0.000 s").
 from __future__ import annotations
 
 import json
-import sys
 import warnings
-from pathlib import Path
 
 import matplotlib
 
@@ -30,9 +28,7 @@ from matplotlib.text import Text  # noqa: E402
 import pickscale  # noqa: E402
 from pickscale import plot  # noqa: E402
 from pickscale.demo import catalogue  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_plot import _synthetic_catalogue  # noqa: E402
+from tests.test_plot import _synthetic_catalogue  # noqa: E402
 
 N_MANY = 300
 

@@ -1,9 +1,9 @@
 """Every input format of README "Input formats", scored end to end and compared with the canonical tables.
 
 Each file of tests/data/formats is in its tool's own layout (made by
-``make_data.py``, with ObsPy for the bulletin); scoring it must give exactly
+``tests/helpers/make_format_data.py``, with ObsPy for the bulletin); scoring it must give exactly
 the tables of scoring the canonical SPEC §1 frames of the same rows
-(``scenario.py``).
+(``tests/helpers/scenario.py``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ import pytest
 
 import pickscale
 from pickscale.errors import InputError
+from tests.helpers import scenario
 
 DATA = Path(__file__).parent / "data" / "formats"
-sys.path.insert(0, str(DATA))
-
-import scenario  # noqa: E402
 
 obspy = pytest.importorskip("obspy")
 from obspy import UTCDateTime  # noqa: E402

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from brute import ns
 from pickscale.kernel import StationResult, score_station
 from pickscale.options import Options
+from tests.helpers.brute import ns
 
 P, S = 0, 1
 SMALL = dict(thresholds=[0.1, 0.3, 0.5, 0.7])  # floor 0.1, shared threshold 0.3 on the grid

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import brute
-from brute import ns
 from pickscale.matching import greedy_match
+from tests.helpers import brute
+from tests.helpers.brute import ns
 
 S = 10**9  # ns per second
 #: An epoch-scale offset (2023-11-14): float64 spacing there is 256 ns, so any

@@ -12,15 +12,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
-from brute import ns
 from pickscale.kernel import score_station
 from pickscale.metrics.calibration import brier, ece, reliability
 from pickscale.metrics.curves import average_precision, best_threshold, default_budget, recall_at_budget
 from pickscale.metrics.detection import duplicate_rate, extra_rate, f1, precision, recall, swap_rate
 from pickscale.metrics.timing import TIMING_NAMES, timing_stats, timing_sweep
 from pickscale.options import Options
+from tests.helpers.brute import ns
 
 NAN = np.nan
 RTOL = 1e-12
@@ -423,7 +422,7 @@ def test_average_precision_zero_emitted_and_nan():
 def test_brute_force_agrees_with_the_hand_numbers():
     # tests/brute.py is the oracle of the property tests; pin it to the same
     # hand-worked answers as the real functions above.
-    import brute
+    from tests.helpers import brute
 
     t = brute.timing_stats(ns([0.3, -0.2, 0.6, 0.1]).tolist(), 0.5)
     assert t["n"] == 4

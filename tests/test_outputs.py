@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import pickscale
-from catalogues import plain_catalogue
-from conftest_engine import TABLE_NAMES, start_cluster
 from pickscale import cli
 from pickscale.cli import OUTPUTS_MARKER, main, stale_outputs, store_fingerprint
 from pickscale.plot import FIGURES
+from tests.helpers.catalogues import plain_catalogue
+from tests.helpers.checks import TABLE_NAMES, start_cluster
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import brute
 from pickscale.kernel import score_station
 from pickscale.matching import greedy_match
 from pickscale.metrics.calibration import brier, ece, reliability
@@ -40,6 +39,7 @@ from pickscale.metrics.curves import average_precision, best_threshold, default_
 from pickscale.metrics.detection import duplicate_rate, extra_rate, f1, precision, recall, swap_rate
 from pickscale.metrics.timing import TIMING_NAMES, timing_sweep
 from pickscale.options import Options
+from tests.helpers import brute
 
 RTOL = 1e-12
 ATOL = 1e-12

@@ -449,7 +449,7 @@ class TestTimes:
     def test_object_column_of_datetimes(self):
         import datetime as dt
 
-        s = pd.Series([dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc),
+        s = pd.Series([dt.datetime(2020, 1, 1, tzinfo=dt.UTC),
                        dt.datetime(2020, 1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1)))],
                       dtype=object)
         ns, ok = parse_time(s)

@@ -113,9 +113,9 @@ def test_cluster_shape_graph_is_linear_and_tables_equal(scheduler_address):
     import dask.dataframe as dd
     from distributed import Client, get_task_stream
 
-    from catalogues import plain_catalogue
-    from conftest_engine import assert_same_csv, assert_same_results, csv_bytes
     from pickscale.exchange import choose
+    from tests.helpers.catalogues import plain_catalogue
+    from tests.helpers.checks import assert_same_csv, assert_same_results, csv_bytes
 
     cat = plain_catalogue(seed=8, n_datasets=2, n_stations=90, n_events=3)
     p = q = 150

@@ -12,18 +12,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import pickscale
-from catalogues import plain_catalogue
 from pickscale.cli import main
 from pickscale.config import load_config
 from pickscale.errors import InputError, OptionsError, StoreError
 from pickscale.readers import normalise, read_raw
+from tests.helpers.catalogues import plain_catalogue
 
 PACKAGE = Path(pickscale.__file__).resolve().parent
 README = PACKAGE.parent / "README.md"

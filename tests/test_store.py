@@ -22,7 +22,7 @@ import zarr
 
 from pickscale import store
 from pickscale.errors import StoreError
-from pickscale.store import SCHEMA_VERSION, cleanup_stale, open_results, save, sanitise
+from pickscale.store import SCHEMA_VERSION, cleanup_stale, open_results, sanitise, save
 
 MARKERS = {"pickscale_complete": True, "pickscale_schema": SCHEMA_VERSION}
 

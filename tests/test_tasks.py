@@ -18,8 +18,7 @@ from pickscale.readers import normalise
 from pickscale.scope import summarise_picks
 from pickscale.tables import to_csv_bytes
 from pickscale.tasks import Failure, encode_picks, read_part
-
-from conftest_engine import start_cluster
+from tests.helpers.checks import start_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "paired_windows"

@@ -20,7 +20,8 @@ a glob of station folders read in worker tasks works as a single CSV does.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -15,7 +15,8 @@ Rows: ``station`` = ``trace_id`` (SPEC §1's trailing-dot rule makes
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd

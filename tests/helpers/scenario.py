@@ -1,6 +1,6 @@
 """The rows behind tests/data/formats: one small bulletin and two pickers at two stations.
 
-``make_data.py`` writes them in each tool's layout; the tests score each file
+``make_format_data.py`` writes them in each tool's layout; the tests score each file
 and compare with scoring :func:`reference_frame` / :func:`picks_frame` (the
 canonical SPEC §1 tables of the same rows).
 

@@ -1,25 +1,23 @@
 """Write the small input files of tests/data/formats in each tool's own layout.
 
-Run from the repository root: ``python tests/data/formats/make_data.py`` (needs ObsPy).
-The rows are those of ``scenario.py``; the tests compare every format with them.
+Run from the repository root: ``python -m tests.helpers.make_format_data`` (needs ObsPy).
+The rows are those of ``tests/helpers/scenario.py``; the tests compare every format with them.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from tests.helpers.scenario import PICKS, T0, bulletin_events
 
-from scenario import PICKS, T0, bulletin_events  # noqa: E402
+HERE = Path(__file__).resolve().parents[1] / "data" / "formats"
 
 
 def _naive(seconds: float) -> datetime:
@@ -28,8 +26,7 @@ def _naive(seconds: float) -> datetime:
 
 def write_quakeml() -> None:
     from obspy import UTCDateTime
-    from obspy.core.event import (Arrival, Catalog, Event, Origin, Pick, ResourceIdentifier,
-                                  WaveformStreamID)
+    from obspy.core.event import Arrival, Catalog, Event, Origin, Pick, ResourceIdentifier, WaveformStreamID
 
     events = []
     for ev in bulletin_events():
@@ -82,13 +79,13 @@ def write_eqtransformer() -> None:
                 start = _naive(min(x["t"] for x in d.values()) - 1.0) if d else None
                 P, S = d.get("P"), d.get("S")
                 w.writerow([f"CI.{sta}..HH__20200101T000000Z__20200102T000000Z.mseed", "{:<2}".format("CI"),
-                            "{:<4}".format(sta), "{:<2}".format("HH"), 35.8, -117.6, 775.0,
+                            f"{sta:<4}", "{:<2}".format("HH"), 35.8, -117.6, 775.0,
                             start, start + timedelta(seconds=20), 0.98, None,
                             _naive(P["t"]) if P else None, P["conf"] if P else None, None, 12.3 if P else None,
                             _naive(S["t"]) if S else None, S["conf"] if S else None, None, 8.1 if S else None])
             # A detection without any pick: EQTransformer writes it; it is no pick.
             start = _naive(300.0)
-            w.writerow([f"CI.{sta}..HH__x.mseed", "CI", "{:<4}".format(sta), "HH", 35.8, -117.6, 775.0,
+            w.writerow([f"CI.{sta}..HH__x.mseed", "CI", f"{sta:<4}", "HH", 35.8, -117.6, 775.0,
                         start, start + timedelta(seconds=20), 0.31, None, None, None, None, None,
                         None, None, None, None])
 
@@ -99,7 +96,7 @@ def write_phasenet() -> None:
     for p in PICKS:
         if p["model"] != "PhaseNet":
             continue
-        begin = datetime(2020, 1, 1, tzinfo=timezone.utc)
+        begin = datetime(2020, 1, 1, tzinfo=UTC)
         t = begin + timedelta(seconds=p["t"])
         rows.append({"station_id": p["station"] + "..HH", "begin_time": begin.isoformat(timespec="milliseconds"),
                      "phase_index": int(round(p["t"] * 100)), "phase_time": t.isoformat(timespec="milliseconds"),

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import brute
+from tests.helpers import brute
 
 PHASES = ("P", "S")
 TIMING = brute.TIMING_NAMES
