@@ -113,15 +113,15 @@ def pick_summary(seed: int = 1) -> pd.DataFrame:
 
 def run_once(paths: list[str], summary: pd.DataFrame, block_picks: int) -> tuple[dict[str, float], object]:
     try:
-        from pickscale.engine import _batches  # the engine's batching of small files into one read task
+        from pickscale.engine.inputs import _batches  # the engine's batching of small files into one read task
     except ImportError:
         def _batches(files):
             return [files]
+    from pickscale.engine.parts import read_reference
+    from pickscale.engine.plan import plan_units
+    from pickscale.io import Normalised
     from pickscale.options import Options
-    from pickscale.readers import Normalised
     from pickscale.scope import scope_from_summary
-    from pickscale.tasks import read_reference
-    from pickscale.units import plan_units
 
     options = Options()
     below = {d: 1000 for d in DATASETS}

@@ -365,7 +365,7 @@ STAGES = [
     ("score partitions: kernel", ["score_partition ("]),
     ("scope + plan (client)", ["scope_from_summary", "plan_units", "_combine_outlines"]),
     ("combine + assemble (client)", ["_combine_outputs", "assemble ("]),
-    ("save Zarr (client)", ["save (pickscale/store.py"]),
+    ("save Zarr (client)", ["save (pickscale/store/publish.py"]),
     ("tables (client)", ["write_report", "write_tables"]),
     ("cluster start/stop", ["cluster_client", "local_cluster"]),
     ("serialisation / comms", ["distributed/protocol", "distributed/comm", "distributed/batched"]),

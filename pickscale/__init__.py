@@ -14,10 +14,10 @@ from typing import Any
 __version__ = "0.1.0"
 
 from .errors import InputError, OptionsError, PickscaleError, PickscaleWarning, StoreError  # noqa: E402
-from .tables import tables  # noqa: E402  (light: xarray is imported on use; the name shadows the module)
+from .report.tables import tables  # noqa: E402  (light: xarray is imported on use)
 
 # The public functions are loaded on first use (PEP 562): a Dask worker that
-# unpickles a task of `pickscale.tasks` then never imports xarray, zarr or
+# unpickles a task of `pickscale.engine.parts` then never imports xarray, zarr or
 # matplotlib, and `pickscale --help` answers at once.
 _LAZY = {
     "score": "engine",

@@ -31,7 +31,20 @@ class InputError(PickscaleError, ValueError):
 
 
 class OptionsError(PickscaleError, ValueError):
-    """An option is out of range or inconsistent (grid, tolerances, budget, config)."""
+    """An option is out of range or inconsistent (grid, tolerances, budget, config).
+
+    The message names options as the Python API does (``residual_tol``); ``options`` lists them, so that
+    the command line can say its own flags instead (``--residual-tol``).
+
+    Examples
+    --------
+    >>> OptionsError("tol must be >= 0 seconds; got -1.0.", options=("tol",)).options
+    ('tol',)
+    """
+
+    def __init__(self, message: str, *, options: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.options = tuple(options)
 
 
 class StoreError(PickscaleError, OSError):
@@ -40,7 +53,7 @@ class StoreError(PickscaleError, OSError):
 
 class ClusterError(PickscaleError, RuntimeError):
     """A Dask cluster cannot run pickscale: no worker joined in time, or its workers cannot import
-    ``pickscale.tasks`` or run another pickscale version (:func:`pickscale.workers.check_workers`)."""
+    ``pickscale.engine.parts`` or run another pickscale version (:func:`pickscale.engine.workers.check_workers`)."""
 
 
 class PickscaleWarning(UserWarning):

@@ -112,21 +112,22 @@ class Options:
     def __post_init__(self) -> None:
         threshold = _finite("threshold", self.threshold)
         if not 0.0 <= threshold <= 1.0:
-            raise OptionsError(f"--threshold must lie in [0, 1]; got {threshold!r}.")
+            raise OptionsError(f"threshold must lie in [0, 1]; got {threshold!r}.", options=("threshold",))
         tol = _finite("tol", self.tol)
         rtol = _finite("residual_tol", self.residual_tol)
         if tol < 0:
-            raise OptionsError(f"--tol must be >= 0 seconds; got {tol!r}.")
+            raise OptionsError(f"tol must be >= 0 seconds; got {tol!r}.", options=("tol",))
         if tol > MAX_TOL_S:
-            raise OptionsError(f"tol (--tol) must be at most 1e6 seconds (about 11.6 days); got {tol!r}.")
+            raise OptionsError(f"tol must be at most 1e6 seconds (about 11.6 days); got {tol!r}.", options=("tol",))
         if rtol > MAX_TOL_S:
             raise OptionsError(
-                f"residual_tol (--residual-tol) must be at most 1e6 seconds (about 11.6 days); got {rtol!r}."
+                f"residual_tol must be at most 1e6 seconds (about 11.6 days); got {rtol!r}.", options=("residual_tol",)
             )
         if rtol < tol:
             raise OptionsError(
-                f"--residual-tol ({rtol!r} s) must be >= --tol ({tol!r} s): residuals are "
-                "matched at least as wide as detections, or the gross-error rate is undefined."
+                f"residual_tol ({rtol!r} s) must be >= tol ({tol!r} s): residuals are "
+                "matched at least as wide as detections, or the gross-error rate is undefined.",
+                options=("residual_tol", "tol"),
             )
         if self.thresholds is None:
             grid = default_grid(threshold)
@@ -139,11 +140,12 @@ class Options:
             except (TypeError, ValueError, OverflowError):
                 whole = False
             if not whole or int(budget) < 0:
-                raise OptionsError(f"--budget must be a whole number of picks >= 0; got {budget!r}.")
+                raise OptionsError(f"budget must be a whole number of picks >= 0; got {budget!r}.",
+                                   options=("budget",))
             budget = int(budget)
             if budget > MAX_BUDGET:
                 raise OptionsError(
-                    f"budget (--budget) must be at most 2**53 = {MAX_BUDGET} picks; got {self.budget!r}."
+                    f"budget must be at most 2**53 = {MAX_BUDGET} picks; got {self.budget!r}.", options=("budget",)
                 )
         object.__setattr__(self, "threshold", threshold)
         object.__setattr__(self, "tol", tol)
@@ -202,9 +204,9 @@ def _finite(name: str, value: Any) -> float:
     try:
         out = float(value)
     except (TypeError, ValueError):
-        raise OptionsError(f"--{name.replace('_', '-')} must be a number; got {value!r}.") from None
+        raise OptionsError(f"{name} must be a number; got {value!r}.", options=(name,)) from None
     if not np.isfinite(out):
-        raise OptionsError(f"--{name.replace('_', '-')} must be finite; got {value!r}.")
+        raise OptionsError(f"{name} must be finite; got {value!r}.", options=(name,))
     return out
 
 
@@ -212,16 +214,18 @@ def _checked_grid(values: Sequence[float], threshold: float) -> np.ndarray:
     try:
         grid = np.asarray([float(v) for v in values], dtype=np.float64)
     except (TypeError, ValueError):
-        raise OptionsError(f"--thresholds must be numbers; got {list(values)!r}.") from None
+        raise OptionsError(f"thresholds must be numbers; got {list(values)!r}.", options=("thresholds",)) from None
     if grid.size == 0:
-        raise OptionsError("--thresholds is empty: give at least one confidence threshold in [0, 1].")
+        raise OptionsError("thresholds is empty: give at least one confidence threshold in [0, 1].",
+                           options=("thresholds",))
     if not np.all(np.isfinite(grid)) or grid.min() < 0 or grid.max() > 1:
         bad = [float(v) for v in grid if not (np.isfinite(v) and 0 <= v <= 1)]
-        raise OptionsError(f"--thresholds must lie in [0, 1]; found {bad[:5]}.")
+        raise OptionsError(f"thresholds must lie in [0, 1]; found {bad[:5]}.", options=("thresholds",))
     if np.any(np.diff(grid) <= 0):
         raise OptionsError(
-            "--thresholds must be strictly ascending (sorted, no repeats); got "
-            f"{[float(v) for v in grid[:10]]}{' …' if grid.size > 10 else ''}."
+            "thresholds must be strictly ascending (sorted, no repeats); got "
+            f"{[float(v) for v in grid[:10]]}{' …' if grid.size > 10 else ''}.",
+            options=("thresholds",),
         )
     if threshold not in set(grid.tolist()):
         # SPEC §2: the shared threshold joins the grid (it may become the floor).

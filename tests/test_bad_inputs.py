@@ -183,7 +183,7 @@ def b_corrupt_parquet(cat, d, ref, picks):
 def b_not_utf8(cat, d, ref, picks):
     text = cat.reference.assign(station=np.where(np.arange(len(cat.reference)) == 3, "CH.ZÜR",
                                                  cat.reference["station"])).to_csv(index=False)
-    line = next(i for i, l in enumerate(text.splitlines(), start=1) if "ZÜR" in l)
+    line = next(i for i, row in enumerate(text.splitlines(), start=1) if "ZÜR" in row)
     p = _bytes(text.encode("latin-1"), d / "reference.csv")
     return Built(p, picks, needles=[str(p), "byte 0xDC", f"(line {line} of the file) is not UTF-8",
                                     "save the file as UTF-8"])
@@ -439,7 +439,8 @@ CASES = [
     Case("times-in-milliseconds-parquet", b_times_in_ms_parquet, row_level=True),
     Case("mixed-time-zones", b_mixed_time_zones, row_level=True),
     # Non-ASCII digits are not read as numbers (pandas and pyarrow do not): an unreadable time.
-    Case("time-full-width-digits", _bad_times({3: "１５７７８３６８１０.１", 8: "１５７７８３６８１０"}), row_level=True),
+    Case("time-full-width-digits", _bad_times({3: "１５７７８３６８１０.１", 8: "１５７７８３６８１０"}),
+         row_level=True),
     Case("time-arabic-indic-digits", _bad_times({5: "١٥٧٧٨٣٦٨١٠"}), row_level=True),
     Case("time-full-width-digits-parquet", _bad_times({3: "１５７７８３６８１０.１"}, parquet=True), row_level=True),
     Case("time-full-width-iso-date", _bad_times({2: "２０２０-01-01T00:00:00Z"}), row_level=True),
@@ -467,21 +468,21 @@ CASES = [
     Case("only-unknown-phases-picks", b_only_unknown_phases_picks),
     Case("no-shared-station", b_no_shared_station),
     Case("disjoint-time-spans", b_disjoint_spans),
-    Case("grid-empty", _option_case(["--thresholds", ""], {"thresholds": []}, "--thresholds is empty")),
+    Case("grid-empty", _option_case(["--thresholds", ""], {"thresholds": []}, "thresholds is empty")),
     Case("grid-unsorted", _option_case(["--thresholds", "0.5,0.3"], {"thresholds": [0.5, 0.3]},
-                                       "--thresholds must be strictly ascending", "[0.5, 0.3]")),
+                                       "thresholds must be strictly ascending", "[0.5, 0.3]")),
     Case("grid-repeated", _option_case(["--thresholds", "0.3,0.3"], {"thresholds": [0.3, 0.3]},
-                                       "--thresholds must be strictly ascending")),
+                                       "thresholds must be strictly ascending")),
     Case("grid-outside-0-1", _option_case(["--thresholds", "0.1,1.5"], {"thresholds": [0.1, 1.5]},
-                                          "--thresholds must lie in [0, 1]", "1.5")),
+                                          "thresholds must lie in [0, 1]", "1.5")),
     Case("grid-negative", _option_case(["--thresholds=-0.1,0.5"], {"thresholds": [-0.1, 0.5]},
-                                       "--thresholds must lie in [0, 1]", "-0.1")),
+                                       "thresholds must lie in [0, 1]", "-0.1")),
     Case("threshold-outside-0-1", _option_case(["--threshold", "30"], {"threshold": 30},
-                                               "--threshold must lie in [0, 1]", "30")),
-    Case("tol-negative", _option_case(["--tol", "-0.5"], {"tol": -0.5}, "--tol must be >= 0 seconds", "-0.5")),
+                                               "threshold must lie in [0, 1]", "30")),
+    Case("tol-negative", _option_case(["--tol", "-0.5"], {"tol": -0.5}, "tol must be >= 0 seconds", "-0.5")),
     Case("residual-tol-below-tol", _option_case(["--residual-tol", "0.2"], {"residual_tol": 0.2},
-                                                "--residual-tol (0.2 s) must be >= --tol (0.5 s)")),
-    Case("budget-negative", _option_case(["--budget", "-3"], {"budget": -3}, "--budget", ">= 0")),
+                                                "(0.2 s) must be >=", "(0.5 s): residuals are matched")),
+    Case("budget-negative", _option_case(["--budget", "-3"], {"budget": -3}, "budget must be a whole number", ">= 0")),
     Case("config-unknown-key", _config_case('reference = "r.csv"\ntoll = 0.3\n', "unknown key 'toll'",
                                             "known keys:", "residual_tol")),
     Case("config-unknown-key-in-table", _config_case("[options]\ntolerance = 0.3\n",
@@ -624,7 +625,7 @@ def test_drop_invalid_scores_what_is_left(cat, good, tmp_path, capsys, scheduler
     clean = pd.read_csv(b.picks, dtype=str, keep_default_na=False).drop(index=[2, 5, 9])
     clean_path = _csv(clean, tmp_path / "clean.csv")
     want = pickscale.tables(pickscale.score(str(b.reference), str(clean_path)))
-    from pickscale.tables import to_csv_bytes
+    from pickscale.report.tables import to_csv_bytes
 
     for name, frame in want.items():
         assert (out / f"{name}.csv").read_bytes() == to_csv_bytes(frame), name
@@ -725,7 +726,7 @@ def test_threshold_grid_that_is_not_numbers(good, tmp_path, capsys):
                             "--thresholds", "0.1,x"], capsys)
     assert code == 2
     assert "--thresholds" in err and "expected numbers separated by commas" in err and "Traceback" not in err
-    with pytest.raises(OptionsError, match="--thresholds must be numbers"):
+    with pytest.raises(OptionsError, match="thresholds must be numbers"):
         pickscale.score(str(good[0]), str(good[1]), thresholds=[0.1, "x"])
 
 

@@ -260,7 +260,7 @@ def score_station(
             # over all picks >= floor.
             allp = picks[(m, p)]
             hits = walk_memo(p, allp, tol_ns)
-            for (q, c), i in zip(allp, hits):
+            for (_q, c), i in zip(allp, hits):
                 hit = 1 if i != -1 else 0
                 b = calibration_bin(c)
                 cal_n[m, p, b] += 1

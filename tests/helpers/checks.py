@@ -207,9 +207,10 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
         else:
             budgets = [int(budget)] * 2
 
-        def rates(m, p, t):
-            e, mt, du = int(tot["emitted"][m, p, t]), int(tot["matched"][m, p, t]), int(tot["duplicates"][m, p, t])
-            n = int(n_ref[p])
+        def rates(m, p, t):  # called within this iteration only
+            e, mt, du = (int(tot["emitted"][m, p, t]), int(tot["matched"][m, p, t]),  # noqa: B023
+                         int(tot["duplicates"][m, p, t]))  # noqa: B023
+            n = int(n_ref[p])  # noqa: B023
             return dict(recall=brute.recall(mt, n), precision_lb=brute.precision_lb(mt, e),
                         f1_lb=brute.f1_lb(mt, n, e), extra_rate=brute.extra_rate(e, mt, n),
                         duplicate_rate=brute.duplicate_rate(du, mt))
@@ -420,7 +421,7 @@ def assert_same_csv(got: dict[str, bytes], want: dict[str, bytes]) -> None:
 
 
 def csv_bytes(frames: dict) -> dict[str, bytes]:
-    from pickscale.tables import to_csv_bytes
+    from pickscale.report.tables import to_csv_bytes
 
     return {name: to_csv_bytes(frames[name]) for name in TABLE_NAMES}
 
@@ -496,6 +497,6 @@ def start_cluster(n_workers: int = 2):
 
 
 def no_default_client() -> bool:
-    from pickscale.engine import _scheduler
+    from pickscale.engine.graph import scheduler as _scheduler
 
     return _scheduler(None) is None

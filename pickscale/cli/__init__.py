@@ -1,0 +1,67 @@
+"""The ``pickscale`` command: ``score``, ``demo`` and ``report``.
+
+The command only parses (:mod:`~pickscale.cli.parser`, :mod:`~pickscale.cli.study`), runs the one flow of
+:mod:`~pickscale.cli.flow` (:mod:`~pickscale.cli.commands`) and reports: a library error becomes a message
+in the command's own terms (its flags) and exit status 2, never a traceback; anything else is a bug in
+pickscale and exits with status 1.  Ctrl-C exits 130, SIGTERM 143, each after cleaning up
+(:mod:`~pickscale.cli.runtime`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+
+from ..errors import OptionsError, PickscaleError, PickscaleWarning  # noqa: F401 (OptionsError: the doctest)
+from .commands import COMMANDS
+from .parser import build_parser
+from .runtime import sigterm_as_interrupt
+from .state import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, Run, Terminated
+
+__all__ = ["main", "build_parser", "in_cli_terms"]
+
+# The name the tests and older scripts use for the parser.
+_parser = build_parser
+
+
+def in_cli_terms(exc: BaseException) -> str:
+    """The message of a library error with the options it names said as this command's flags.
+
+    Examples
+    --------
+    >>> in_cli_terms(OptionsError("residual_tol (0.2 s) must be >= tol (0.5 s).", options=("residual_tol", "tol")))
+    '--residual-tol (0.2 s) must be >= --tol (0.5 s).'
+    """
+    text = str(exc)
+    for name in getattr(exc, "options", ()):
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", "--" + name.replace("_", "-"), text)
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pickscale`` command; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return int(exc.code or 0)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    # The command prints the run's warnings itself, from the Dataset's attributes.
+    warnings.filterwarnings("ignore", category=PickscaleWarning)
+    Run.reset()
+    with sigterm_as_interrupt():
+        try:
+            return COMMANDS[args.command](args)
+        except PickscaleError as exc:
+            print(f"pickscale: error: {in_cli_terms(exc)}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt as exc:
+            what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+            print(f"pickscale: {what}; {Run.interrupted_note()}", file=sys.stderr)
+            return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+        except Exception:  # an internal error: say so, with the traceback a bug report needs
+            print("pickscale: internal error (please report it with the traceback below):", file=sys.stderr)
+            traceback.print_exc()
+            return EXIT_INTERNAL

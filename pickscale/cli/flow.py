@@ -1,0 +1,139 @@
+"""The one run flow of every command that writes results: checks, lock, scoring, store, tables and figures.
+
+``score`` and ``demo`` go through :func:`run_into`; ``report`` (which scores nothing) through the last
+step alone, :func:`write_outputs`.  The order is what makes a run safe to interrupt or to run twice:
+
+1. refuse early, before any work: ``--out`` must be (or become) a writable folder whose store may be
+   written (:func:`check_target`);
+2. take the store's lock for the whole run: a second run aimed at the same folder stops here, and never
+   mixes its tables with this one's; clean what dead runs left; check again, now that no other run can
+   change anything, that no file of the user's would be replaced (:func:`pickscale.report.outputs.check_outputs`);
+3. score (the command's ``produce``), then save the store atomically and write the tables and figures
+   from it (:func:`write_outputs`);
+4. on failure, remove the folders this run created if they are still empty.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+from ..report.outputs import check_outputs, cleanup_output_temporaries, write_report
+from .state import Run
+
+__all__ = ["run_into", "write_outputs", "check_target", "check_store"]
+
+
+def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], fmt: str, figures: bool,
+             quiet: bool, also: Sequence[str] = ()) -> Any:
+    """Run ``produce(closing)`` under the store's lock in ``out_dir`` and write what it returns; return it.
+
+    ``produce`` scores and returns the Dataset; it may append threads to ``closing`` (a cluster shutting
+    down while the results are written), joined before this returns.  ``also``: further files the command
+    writes in ``out_dir`` (the demo's inputs), refused like the outputs unless ``overwrite``.
+    """
+    from ..store import reserved, save
+
+    check_target(out_dir, overwrite)
+    created = _make_folder(out_dir)
+    finished = False
+    closing: list = []
+    try:
+        with reserved(out_dir / "results.zarr") as target:
+            Run.target = target
+            _cleanup_stale(target)
+            cleanup_output_temporaries(out_dir)
+            check_store(target, overwrite)  # again, now that no other run can change it
+            check_outputs(out_dir, overwrite, also=also)  # the tables and figures, before any work is done
+            ds = produce(closing)
+            check_outputs(out_dir, overwrite)  # in case a file appeared during the run: still nothing written
+            store = save(ds, out_dir / "results.zarr", overwrite=overwrite)
+            Run.store = store
+            for line in ds.attrs.get("warnings", []):
+                print(f"warning: {line}", file=sys.stderr)
+            write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet)
+            if not quiet:
+                print(f"results store: {out_dir / 'results.zarr'}")
+        finished = True
+    finally:
+        for thread in closing:
+            thread.join()
+        if not finished:
+            _remove_if_empty(created)
+    return ds
+
+
+def write_outputs(ds: Any, out_dir: Path, store: Path | None, *, fmt: str, figures: bool, quiet: bool) -> None:
+    """The tables and figures of ``ds`` in ``out_dir``; a full disk or a read-only folder is a StoreError."""
+    try:
+        write_report(ds, out_dir, fmt=fmt, figures=figures, quiet=quiet, store=store)
+    except OSError as exc:
+        what = exc.strerror or str(exc)
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        done = (f" The results store {store} is complete; write the tables again with "
+                f"`pickscale report {store} --out FOLDER`." if Run.store is not None else "")
+        raise StoreError(f"cannot write the tables and figures to {out_dir}: {what}{where}.{done}") from None
+
+
+def check_target(out_dir: Path, overwrite: bool) -> None:
+    """Refuse early, before any work: --out must be (or become) a writable folder whose store may be written."""
+    if os.path.lexists(out_dir) and not out_dir.is_dir():
+        raise StoreError(f"--out {out_dir} is a file, not a folder: give a folder for results.zarr and the tables.")
+    folder = Path(os.path.abspath(out_dir))
+    probe = next(p for p in (folder, *folder.parents) if os.path.lexists(p))
+    if not probe.is_dir():
+        raise StoreError(f"cannot create the folder {out_dir}: {probe} is a file, not a folder.")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot write to {out_dir}: {probe} is not writable.")
+    check_store(out_dir / "results.zarr", overwrite)
+
+
+def check_store(store: Path, overwrite: bool) -> None:
+    """A store at ``store`` may be replaced only if it is pickscale's and ``overwrite`` is given."""
+    from ..store import is_pickscale_store
+
+    if not os.path.lexists(store):
+        return
+    if not is_pickscale_store(Path(os.path.abspath(store))):
+        raise StoreError(f"{store} exists and is not a pickscale results store; pickscale never replaces "
+                         "it (not even with --overwrite): choose another --out, or remove it yourself.")
+    if not overwrite:
+        raise StoreError(f"{store} already exists; pass --overwrite to replace it, or choose another --out.")
+
+
+def _make_folder(folder: Path) -> list[Path]:
+    """``mkdir -p``; return the folders created (deepest last), to remove them if the run fails."""
+    folder = Path(os.path.abspath(folder))
+    missing = [p for p in (folder, *folder.parents) if not os.path.lexists(p)][::-1]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder {folder}: {exc.strerror or exc}.") from None
+    return missing
+
+
+def _remove_if_empty(created: list[Path]) -> None:
+    for folder in reversed(created):
+        try:
+            folder.rmdir()  # only ever removes an empty folder
+        except OSError:
+            return
+
+
+def _cleanup_stale(target: Path) -> None:
+    """Remove what runs that died left next to the store, and say so."""
+    from ..store import cleanup_stale
+
+    had_store = target.exists()
+    removed = cleanup_stale(target)
+    if removed:
+        names = ", ".join(p.name for p in removed[:3]) + (" …" if len(removed) > 3 else "")
+        print(f"pickscale: removed {len(removed)} temporary file(s) left next to {target} by a run that did "
+              f"not finish ({names}).", file=sys.stderr)
+    if not had_store and target.exists():
+        print(f"pickscale: put back the previous results store at {target}: a run that replaced it did not "
+              "finish.", file=sys.stderr)

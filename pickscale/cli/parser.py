@@ -1,0 +1,92 @@
+"""The command line: subcommands, options and their help."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from .. import __version__
+from .state import EXIT_USAGE
+
+__all__ = ["build_parser"]
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # usage errors: exit 2 with the message, as argparse does
+        self.print_usage(sys.stderr)
+        print(f"pickscale: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", type=float, default=None,
+                   help="shared threshold the tables are read at (default 0.3)")
+    p.add_argument("--tol", type=float, default=None, help="detection tolerance in seconds (default 0.5)")
+    p.add_argument("--residual-tol", type=float, default=None,
+                   help="residual matching tolerance in seconds (default 2.0)")
+    p.add_argument("--thresholds", type=_floats, default=None,
+                   help="sweep grid, comma-separated, ascending (default 0.02, 0.04, …, 0.94)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="matched pick budget (default: min(n_reference, least emitted))")
+    p.add_argument("--exhaustive", action="store_true", default=None,
+                   help="the reference marks every arrival: precision and f1 are exact (no _lb)")
+    p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
+    p.add_argument("--scheduler", default=None,
+                   help="address of an existing Dask scheduler, e.g. tcp://host:8786 (or set DASK_SCHEDULER_ADDRESS)")
+    p.add_argument("--block-picks", type=int, default=None,
+                   help="picks per work unit: busier stations are cut into time blocks at quiet gaps, which "
+                        "bounds a worker's memory and changes no number (default 2000000)")
+    p.add_argument("--overwrite", action="store_true", default=None, help=_OVERWRITE_HELP)
+    _add_output(p)
+
+
+_OVERWRITE_HELP = ("replace an existing results store and pickscale's own files in --out (the tables, "
+                   "figures/<figure>.png|svg|pdf, pickscale-outputs.json); without it, pickscale refuses to "
+                   "replace any of them. No other file is ever replaced or deleted")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default png)")
+    p.add_argument("--no-figures", action="store_true", help="write the tables only")
+    p.add_argument("--quiet", action="store_true", help="print no tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pickscale", description="Score seismic phase pickers against bulletin arrivals.")
+    parser.add_argument("--version", action="version", version=f"pickscale {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("score", help="score picks against reference arrivals")
+    s.add_argument("--reference", help="reference arrivals: CSV/Parquet file, folder, glob or URL")
+    s.add_argument("--picks", help="model picks: CSV/Parquet file, folder, glob or URL")
+    s.add_argument("--out", help="output folder (results.zarr, the tables, figures/, pickscale-outputs.json)")
+    s.add_argument("--config", help="a TOML study file; command-line options override it")
+    s.add_argument("--drop-invalid", action="store_true", default=None, help="drop invalid rows with a warning")
+    s.add_argument("--manual-only", action="store_true", default=None,
+                   help="from a bulletin (QuakeML …), keep only picks whose evaluation mode is manual")
+    s.add_argument("--station-key", choices=("as-is", "net.sta"), default=None,
+                   help="compare stations as written (default) or reduced to NET.STA on both sides")
+    s.add_argument("--columns", default=None,
+                   help="column names no alias covers, e.g. model=rid,station=tid")
+    _add_options(s)
+
+    d = sub.add_parser("demo", help="score a synthetic catalogue with known properties")
+    d.add_argument("--out", required=True, help="output folder (inputs/, results.zarr, tables)")
+    _add_options(d)
+
+    r = sub.add_parser("report", help="write the tables of a results store and print them")
+    r.add_argument("store", help="a results.zarr written by pickscale score")
+    r.add_argument("--out", help="folder for the tables and figures (default: the store's folder)")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace pickscale's own tables, figures and pickscale-outputs.json in --out; without "
+                        "it, pickscale refuses to replace them unless they are out of date (written from "
+                        "another results store). No other file is ever replaced or deleted")
+    _add_output(r)
+    return parser

@@ -1,0 +1,156 @@
+"""Where a command runs, and how it behaves while it does: its Dask client, signals, and quiet logs.
+
+Ctrl-C and SIGTERM unwind a command cleanly (temporary stores removed, the cluster closed); the worker
+processes it starts ignore Ctrl-C and do not log a user's input error as a crash."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import OptionsError
+from .state import Terminated
+
+__all__ = ["command_client", "sigterm_as_interrupt"]
+
+class _QuietUserErrors(logging.Filter):
+    """Drop a worker's "Compute Failed" log of a pickscale input error.
+
+    The error reaches the command, which prints it once, as a message; the
+    worker's own log of it (with a remote traceback, once per retry) is noise
+    that looks like a crash.
+    """
+
+    _NAMES = ("InputError(", "OptionsError(", "StoreError(", "PickscaleError(")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a malformed record is not ours to judge
+            return True
+        if not text.startswith("Compute Failed"):
+            return True
+        return not any(f"Exception: {quote}{name}" in text for name in self._NAMES for quote in ("'", '"'))
+
+
+def _quiet_worker(dask_worker=None) -> None:
+    """Set up a worker process the command started: quiet user errors, leave Ctrl-C to the command."""
+    logging.getLogger("distributed.worker").addFilter(_QuietUserErrors())
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C in a terminal reaches every process of the group; the command
+        # closes its workers itself, so they must not die with a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _QuietInterruptedGather(logging.Filter):
+    """Drop asyncio's "Task exception was never retrieved" for a gather that Ctrl-C abandoned."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and type(exc).__name__ == "AllExit")
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """Start worker processes that Ctrl-C does not reach; this command still gets it.
+
+    Ctrl-C in a terminal reaches every process of the group.  The command
+    closes its workers itself; a worker that got the SIGINT too would die
+    with a traceback of its own.  While the cluster starts, SIGINT is blocked
+    in this thread, so the Dask threads started meanwhile, and every worker
+    process they spawn, inherit the block; a Ctrl-C pressed meanwhile is kept
+    and raised here as soon as the cluster is up.  (The multiprocessing
+    resource tracker is started first: starting it later would unblock
+    SIGINT in the thread that starts it.)
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    except Exception:  # no tracker on this platform: nothing to start early
+        pass
+    pending: list[int] = []
+    previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)  # delivers a pending Ctrl-C ...
+        signal.signal(signal.SIGINT, previous_handler)
+    if pending:  # ... which is raised now, with the cluster up (and closed by the caller)
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def command_client(workers: int | None, scheduler: str | None, closing: list | None = None, *,
+            in_process: bool = False) -> Iterator[Any]:
+    """The Dask client of a command: an existing scheduler, or a LocalCluster the command owns.
+
+    ``in_process``: a small job with no scheduler named runs in this process on Dask's local
+    scheduler (``None`` is yielded): starting worker processes would cost more than the job.
+    """
+    from ..engine import cluster_client
+
+    owned = not (scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"))
+    if owned and in_process:
+        yield None
+        return
+    aio = logging.getLogger("asyncio")
+    if not any(isinstance(f, _QuietInterruptedGather) for f in aio.filters):
+        aio.addFilter(_QuietInterruptedGather())
+    stack = contextlib.ExitStack()
+    with stack:
+        if owned:
+            with _workers_ignore_sigint():
+                client = stack.enter_context(cluster_client(workers=workers, scheduler=scheduler, closing=closing))
+        else:
+            address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+            try:
+                client = stack.enter_context(cluster_client(workers=workers, scheduler=scheduler))
+            except (OSError, TimeoutError, TypeError, ValueError) as exc:
+                tls = ("; a tls:// scheduler needs the client's certificate and CA "
+                       "(DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT, "
+                       "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY; see Security in the README)"
+                       if str(address).startswith("tls://") or "TLS" in str(exc) else "")
+                raise OptionsError(f"cannot connect to the Dask scheduler at {address}: "
+                                   f"{type(exc).__name__}: {exc}{tls}.") from None
+            # Its workers are checked by `score` (pickscale.engine.workers.check_workers).
+        if owned:
+            try:
+                from distributed.diagnostics.plugin import WorkerPlugin
+
+                class _Setup(WorkerPlugin):
+                    name = "pickscale-cli-setup"
+
+                    def setup(self, worker) -> None:  # noqa: D401 - runs in each worker, also after a restart
+                        _quiet_worker()
+
+                client.register_plugin(_Setup())
+            except Exception:  # cosmetic only: never fail a run for it
+                pass
+        yield client
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM unwinds like Ctrl-C (temporary stores removed, cluster closed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,107 @@
+"""What a command is asked to do: its arguments and study file resolved into one checked :class:`Study`.
+
+Command-line options override the study file, which overrides the defaults; paths in a study file are
+relative to it.  Everything that can be checked without reading the inputs is checked here, before any
+folder is created or a cluster started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import OptionsError, PickscaleError
+
+__all__ = ["Study", "study_of", "scoring_options", "whole_number"]
+
+_SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive")
+
+
+@dataclass
+class Study:
+    """A checked scoring run: inputs, reading and scoring options, where it runs and where it writes."""
+
+    reference: Any
+    picks: Any
+    out_dir: Path
+    overwrite: bool = False
+    reading: dict[str, Any] = field(default_factory=dict)  # drop_invalid, manual_only, station_key, columns
+    options: dict[str, Any] = field(default_factory=dict)  # the keywords of pickscale.Options
+    scheduler: str | None = None
+    workers: int | None = None
+    block_picks: int | None = None
+
+    def score_keywords(self) -> dict[str, Any]:
+        """The keywords of :func:`pickscale.score` besides the inputs and the client."""
+        return {"block_picks": self.block_picks, **self.reading, **self.options}
+
+
+def scoring_options(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any]:
+    """Scoring options: command line over study file over defaults (defaults left to ``Options``)."""
+    out = {key: getattr(args, key, None) for key in _SCORING}
+    out = {key: value if value is not None else config.get(key) for key, value in out.items()}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def whole_number(value: Any, flag: str) -> int | None:
+    """``value`` as a whole number >= 1 (None stays None), else a usage error naming ``flag``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise OptionsError(f"{flag} must be a whole number >= 1; got {value!r}.")
+    return value
+
+
+def _relative(value: Any, base: Path, from_command_line: Any) -> Any:
+    # Paths in a study file are relative to the file; those typed on the command line to the shell.
+    if from_command_line or not isinstance(value, str) or "://" in value or os.path.isabs(value):
+        return value
+    return str(base / value)
+
+
+def _flag(args: argparse.Namespace, config: dict[str, Any], key: str, default: Any = None) -> Any:
+    value = getattr(args, key, None)
+    return value if value is not None else config.get(key, default)
+
+
+def study_of(args: argparse.Namespace) -> Study:
+    """The :class:`Study` of ``pickscale score``'s arguments (and ``--config``), checked."""
+    from ..config import load_config
+    from ..io import check_columns, resolve_sources
+    from ..options import Options
+
+    config: dict[str, Any] = {}
+    base = None
+    if args.config:
+        config, base = load_config(args.config)
+    given = {"reference": args.reference, "picks": args.picks, "out": args.out}
+    paths = {key: value or config.get(key) for key, value in given.items()}
+    missing = [f"--{key}" for key, value in paths.items() if not value]
+    if missing:
+        raise OptionsError(f"pickscale score needs {', '.join(missing)} (on the command line or in --config).")
+    if base is not None:
+        paths = {key: _relative(value, base, given[key]) for key, value in paths.items()}
+    study = Study(
+        reference=paths["reference"], picks=paths["picks"], out_dir=Path(str(paths["out"])),
+        overwrite=bool(_flag(args, config, "overwrite", False)),
+        reading={"drop_invalid": bool(_flag(args, config, "drop_invalid", False)),
+                 "manual_only": bool(_flag(args, config, "manual_only", False)),
+                 "station_key": _flag(args, config, "station_key", "as-is"),
+                 "columns": _flag(args, config, "columns")},
+        options=scoring_options(args, config),
+        scheduler=_flag(args, config, "scheduler"),
+        workers=whole_number(_flag(args, config, "workers"), "--workers"),
+        block_picks=whole_number(_flag(args, config, "block_picks"), "--block-picks"),
+    )
+    # Fail on a bad option or a missing input before anything is created or a cluster is started.
+    Options(**study.options)
+    check_columns(study.reading["columns"])
+    for flag, source in (("--reference", study.reference), ("--picks", study.picks)):
+        try:
+            resolve_sources(source)
+        except PickscaleError as exc:
+            raise type(exc)(f"{flag} {exc}") from None
+    return study

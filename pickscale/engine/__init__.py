@@ -1,0 +1,43 @@
+"""The job on Dask: inputs as read tasks, the plan, the exchange, scoring, and where it all runs.
+
+Modules, in the order of the data flow: :mod:`~pickscale.engine.inputs` (inputs as lazy read tasks),
+:mod:`~pickscale.engine.parts` (what read tasks make on the workers), :mod:`~pickscale.engine.plan` (work units
+and partitions), :mod:`~pickscale.engine.exchange` (picks moved to their partition), :mod:`~pickscale.engine.scoring`
+(a partition scored), :mod:`~pickscale.engine.graph` (computing, retries, reduction trees),
+:mod:`~pickscale.engine.run` (:func:`score`, the stages in order), :mod:`~pickscale.engine.provenance` (the store's
+attributes), :mod:`~pickscale.engine.cluster` and :mod:`~pickscale.engine.workers` (where it runs).
+
+The names below are loaded on first use (PEP 562): a worker that unpickles a task of
+:mod:`pickscale.engine.parts` or :mod:`pickscale.engine.scoring` then never imports xarray, zarr, matplotlib or
+dask.dataframe.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "score": "run",
+    "load": "inputs",
+    "Source": "inputs",
+    "local_cluster": "cluster",
+    "cluster_client": "cluster",
+    "small_local_input": "cluster",
+    "SMALL_INPUT_BYTES": "cluster",
+    "check_workers": "workers",
+    "plan_units": "plan",
+    "UnitPlan": "plan",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

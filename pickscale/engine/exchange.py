@@ -1,0 +1,195 @@
+"""Moving picks from the parts they were read in to the work partitions that score them.
+
+Two ways, both ending in the same scoring (:func:`pickscale.engine.scoring.score_units`)
+and the same reduction tree, so they give identical results:
+
+- **shuffle** — the picks become a Dask DataFrame (one encoded frame per read
+  part, the scored arrivals alongside them) and Dask's shuffle moves it by the
+  work partition (``method="p2p"`` on a distributed cluster: disk-backed
+  buffers bound every worker's memory, whatever the number of picks).  Its
+  graph grows like P + Q (read parts + work partitions).
+- **direct** — each part is cut into one piece per partition and each scoring
+  task takes its piece of every part: no DataFrame machinery and no disk, the
+  fastest on one machine, but P × Q graph edges.  Used while P × Q is small.
+
+Dask hashes the shuffle key to pick an output partition.  Each work partition
+is given a *label* that Dask's own hash sends to the output partition of the
+same number, so the plan's packing (which balances the picks) holds; the
+scoring does not rely on it — it scores whatever units arrive, with their
+arrivals, which travel with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from dask import delayed
+
+from .scoring import score_partition, score_shuffled
+
+if TYPE_CHECKING:
+    from .parts import PickPart
+
+__all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece", "split_part", "encode_for_plan",
+           "arrivals_frame", "exchange_meta", "EXCHANGE_COLUMNS"]
+
+#: The direct exchange is used while (read parts) × (work partitions) is at most this.
+DIRECT_EDGES = 4096
+#: Arrivals per partition of the arrivals' frame in the shuffle.
+_ARRIVALS_PER_PART = 1_000_000
+
+
+@dataclass
+class Piece:
+    """The picks of one part that belong to one work partition, as integer codes, sorted by unit.
+
+    Rows of unit ``units[i]`` are the ``counts[i]`` rows after those of the
+    units before it; so a pick costs 13–15 bytes here (no per-row unit).
+    """
+
+    units: np.ndarray  # int64: the work units present, ascending
+    counts: np.ndarray  # int64: rows per unit
+    group: np.ndarray  # int8 or int16: model index * 2 + phase code
+    time: np.ndarray  # int64 ns
+    conf: np.ndarray  # float32 or float64
+
+    def __len__(self) -> int:
+        return int(self.time.size)
+
+
+def _plan_codes(part: PickPart, plan: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows at scored stations, their work unit, their group = model index * 2 + phase code)."""
+    combos = part.combos[["dataset", "station", "model"]]
+    codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
+    skey_of = codes["skey"].to_numpy(np.float64)
+    mcode_of = codes["mcode"].to_numpy(np.float64)
+    scored = ~np.isnan(skey_of)
+    rows = np.flatnonzero(scored[part.combo])
+    combo = part.combo[rows]
+    unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[rows])
+    group_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
+    group = (group_of[combo] + part.phase[rows]).astype(plan.group_dtype)
+    return rows, unit, group
+
+
+def split_part(part: PickPart, plan: Any) -> tuple[Piece, ...]:
+    """Cut one part into one :class:`Piece` per work partition (picks of unscored stations dropped).
+
+    ``plan`` is a :class:`pickscale.engine.plan.UnitPlan`.  The direct exchange: each
+    scoring task takes one piece of every part (see :mod:`pickscale.engine.exchange`).
+    """
+    rows, unit, group = _plan_codes(part, plan)
+    # One sort by (partition, unit): units are numbered so that this is one integer key.
+    rank = plan.unit_rank[unit]
+    order = np.argsort(rank)
+    rank = rank[order]
+    rows, group = rows[order], group[order]
+    time_ns = part.time[rows]
+    conf = part.conf[rows]
+    bounds = np.searchsorted(rank, plan.part_rank_bounds)
+    pieces = []
+    for i in range(plan.n_parts):  # one step per partition, not per pick
+        lo, hi = bounds[i], bounds[i + 1]
+        ranks, counts = np.unique(rank[lo:hi], return_counts=True)
+        pieces.append(Piece(units=plan.unit_of_rank[ranks], counts=counts.astype(np.int64),
+                            group=group[lo:hi].copy(), time=time_ns[lo:hi].copy(), conf=conf[lo:hi].copy()))
+    return tuple(pieces)
+
+
+#: Columns of the frame the shuffle exchange moves: picks and arrivals together, arrivals with a negative group.
+EXCHANGE_COLUMNS = ("label", "unit", "group", "time", "conf")
+
+
+def exchange_meta(conf_dtype: Any, group_dtype: Any) -> pd.DataFrame:
+    """The empty frame with the exchange's columns and dtypes (Dask's ``meta``)."""
+    return pd.DataFrame({"label": np.zeros(0, np.int32), "unit": np.zeros(0, np.int32),
+                         "group": np.zeros(0, group_dtype), "time": np.zeros(0, np.int64),
+                         "conf": np.zeros(0, conf_dtype)})
+
+
+def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
+    """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition)."""
+    rows, unit, group = _plan_codes(part, plan)
+    return pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
+                         "group": group, "time": part.time[rows],
+                         "conf": part.conf[rows].astype(conf_dtype, copy=False)})
+
+
+def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
+    """Scored arrivals as rows of the exchange frame: group ``-1 - phase``, conf 0."""
+    return pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
+                         "unit": ref_codes["unit"].to_numpy(np.int32),
+                         "group": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.group_dtype),
+                         "time": ref_codes["time"].to_numpy(np.int64),
+                         "conf": np.zeros(len(ref_codes), conf_dtype)})
+
+
+def choose(method: str, n_read: int, n_parts: int) -> str:
+    """``"direct"`` or ``"shuffle"`` for ``method`` (``"auto"``, ``"direct"`` or ``"shuffle"``)."""
+    if method == "auto":
+        return "direct" if n_read * n_parts <= DIRECT_EDGES else "shuffle"
+    return method
+
+
+def labels_for(n_parts: int) -> np.ndarray:
+    """For each work partition i, a shuffle key that Dask's hash partitioning sends to output partition i.
+
+    Examples
+    --------
+    >>> labels = labels_for(5)
+    >>> from dask.dataframe.shuffle import partitioning_index
+    >>> partitioning_index(pd.DataFrame({"label": labels.astype(float)}), 5).tolist()
+    [0, 1, 2, 3, 4]
+    """
+    from dask.dataframe.shuffle import partitioning_index
+
+    labels = np.full(n_parts, -1, dtype=np.int64)
+    start, width = 0, 64 * n_parts
+    while (labels < 0).any():
+        candidates = np.arange(start, start + width, dtype=np.int64)
+        # Dask casts a numeric key to float64 before hashing it.
+        target = np.asarray(partitioning_index(pd.DataFrame({"label": candidates.astype(np.float64)}), n_parts))
+        first = np.full(n_parts, -1, dtype=np.int64)
+        # The smallest candidate of each bucket: candidates ascend, so the first seen wins.
+        rev = np.arange(candidates.size)[::-1]
+        first[target[rev]] = candidates[rev]
+        labels = np.where(labels < 0, first, labels)
+        start += width
+    if labels.max() > np.iinfo(np.int32).max:  # pragma: no cover - needs ~10^9 partitions
+        raise RuntimeError("internal error: shuffle labels exceed int32")
+    return labels
+
+
+def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any) -> list[Any]:
+    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, by the direct exchange."""
+    pieces = [delayed(split_part)(p, shared_plan) for p in pick_parts]
+    part_of = ref_codes["part"].to_numpy(np.int64)
+    order = np.argsort(part_of, kind="stable")
+    bounds = np.searchsorted(part_of[order], np.arange(plan.n_parts + 1))
+    tasks = []
+    for i in range(plan.n_parts):
+        mine = ref_codes.iloc[order[bounds[i]:bounds[i + 1]]]
+        arrivals = {"unit": mine["unit"].to_numpy(np.int64), "phase": mine["phase"].to_numpy(np.int8),
+                    "time": mine["time"].to_numpy(np.int64)}
+        tasks.append(delayed(score_partition)(arrivals, shared_plan, options, *[p[i] for p in pieces]))
+    return tasks
+
+
+def shuffle(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
+            conf_dtype: Any, distributed: bool) -> list[Any]:
+    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
+    import dask.dataframe as dd
+
+    labels = labels_for(plan.n_parts)
+    meta = exchange_meta(conf_dtype, plan.group_dtype)
+    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype) for p in pick_parts],
+                            meta=meta, verify_meta=False)
+    arrivals = arrivals_frame(ref_codes, plan, labels, conf_dtype)
+    n_arrival_parts = max(1, -(-len(arrivals) // _ARRIVALS_PER_PART))
+    frame = dd.concat([picks, dd.from_pandas(arrivals, npartitions=n_arrival_parts, sort=False)])
+    moved = frame.shuffle(on="label", npartitions=plan.n_parts, ignore_index=True,
+                          shuffle_method="p2p" if distributed else "tasks")
+    return [delayed(score_shuffled)(part, shared_plan, options) for part in moved.to_delayed()]

@@ -1,0 +1,166 @@
+"""Inputs as lazy read tasks: files batched or split by row groups, frames by rows, objects converted first.
+
+:func:`load` describes one input (picks or reference) as a list of delayed
+read tasks of :mod:`pickscale.engine.parts`; nothing is read here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from dask import delayed
+
+from ..errors import InputError
+from ..io import Normalised, normalise, resolve_sources
+from .parts import Failure, read_files, read_frame, read_part, read_reference
+
+__all__ = ["Source", "load", "READ_ROWS"]
+
+#: Rows per read task: a larger Parquet file is read as runs of row groups of about this many rows
+#: (several tasks per worker even for a few large files, so that the read stage ends evenly).
+READ_ROWS = 1_000_000
+
+
+# Files at least this large are opened on the client to look for row groups (~1 M picks of Parquet);
+# smaller ones are read together, up to this many bytes or files per task.
+_SPLIT_BYTES = 12 * 2**20
+
+
+_BATCH_BYTES = 12 * 2**20
+
+
+_BATCH_FILES = 512
+
+
+@dataclass
+class Source:
+    """Where one input came from, for messages and the store's attributes."""
+
+    role: str
+    description: str
+    parts: list  # delayed PickPart (picks) or Normalised (reference), one per read task
+    files: list[str]
+    bytes: int
+
+
+def _reference_frame(frame: pd.DataFrame, source: str, offset: int, **reading: Any) -> Normalised | Failure:
+    try:
+        return normalise(frame, role="reference", source=source, row_offset=offset, categorical=True, **reading)
+    except InputError as exc:
+        return Failure(str(exc))
+
+
+def _is_dask_frame(source: Any) -> bool:
+    # dask.dataframe is imported only if the caller has imported it: it costs ~0.5 s.
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(source, dd.DataFrame)
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except (OSError, ValueError):
+        return None  # a URL: read on its own
+
+
+def _batches(files: list[str]) -> list[list[str]]:
+    """Consecutive small files grouped into batches of about ``_BATCH_BYTES`` (one read task each).
+
+    A hive layout by station (``station=…/part-0.parquet``) holds one small
+    file per station and month or year: read one by one, Dask's bookkeeping
+    would cost more than the reading.
+    """
+    out: list[list[str]] = []
+    size = 0
+    for f in files:
+        n = _size(f)
+        if n is None or n >= _BATCH_BYTES:
+            out.append([f])
+            size = _BATCH_BYTES
+            continue
+        if out and size + n <= _BATCH_BYTES and len(out[-1]) < _BATCH_FILES:
+            out[-1].append(f)
+            size += n
+        else:
+            out.append([f])
+            size = n
+    return out
+
+
+def _read_tasks(files: list[str], role: str, floor: float, reading: dict[str, Any]) -> list[Any]:
+    if role == "reference":
+        return [delayed(read_reference, pure=True)(batch, **reading) for batch in _batches(files)]
+    from ..io.parquet import row_group_ranges
+
+    tasks = []
+    for batch in _batches(files):
+        if len(batch) > 1:
+            tasks.append(delayed(read_files, pure=True)(batch, floor=floor, **reading))
+            continue
+        f = batch[0]
+        runs: list = [(None, 0)]
+        if (_size(f) or 0) >= _SPLIT_BYTES:
+            runs = row_group_ranges(f, target_rows=READ_ROWS)
+        for groups, first in runs:
+            tasks.append(delayed(read_part, pure=True)(f, floor=floor, row_groups=groups, row_offset=first,
+                                                       **reading))
+    return tasks
+
+
+def _frame_tasks(frame: pd.DataFrame, role: str, source: str, floor: float, reading: dict[str, Any]) -> list[Any]:
+    tasks = []
+    for lo in range(0, max(len(frame), 1), READ_ROWS):
+        chunk = frame.iloc[lo:lo + READ_ROWS]
+        if role == "reference":
+            tasks.append(delayed(_reference_frame)(chunk, source, lo, **reading))
+        else:
+            tasks.append(delayed(read_frame)(chunk, source=source, floor=floor, row_offset=lo, **reading))
+    return tasks
+
+
+def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0, manual_only: bool = False,
+         station_key: str = "as-is", columns: Any = None) -> Source:
+    """Describe an input as a list of lazy read tasks.
+
+    ``source`` is a path, folder, glob or fsspec URL (or a list of them), a
+    pandas DataFrame, or a Dask DataFrame.  Picks are read as
+    :class:`pickscale.engine.parts.PickPart` (only picks at or above ``floor`` are
+    kept), the reference as :class:`pickscale.readers.Normalised`.
+    An ObsPy ``Catalog``, a bulletin file/folder/glob (read on the client:
+    bulletins are small), a SeisBench ``PickList`` (or pick-like objects) or
+    a dict name → such is first made a frame (:func:`pickscale.formats.as_frame`).
+    ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`.
+    """
+    from ..io import formats
+
+    reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
+    converted = formats.as_frame(source, role=role, manual_only=manual_only)
+    if converted is not None:
+        name = converted.attrs.get("pickscale_description") or f"<{role}: {type(source).__name__}>"
+        files = list(converted.attrs.get("pickscale_files") or [])
+        tasks = _frame_tasks(converted, role, name, floor, reading)
+        return Source(role, name, tasks, files, int(converted.memory_usage(deep=False).sum()))
+    if isinstance(source, pd.DataFrame):
+        name = f"<pandas DataFrame, {len(source):,} rows>"
+        tasks = _frame_tasks(source, role, f"the {role} DataFrame", floor, reading)
+        return Source(role, name, tasks, [], int(source.memory_usage(deep=False).sum()))
+    if _is_dask_frame(source):
+        name = f"<dask DataFrame, {source.npartitions} partitions>"
+        tasks = []
+        for i, p in enumerate(source.to_delayed()):
+            where = f"partition {i} of the {role} DataFrame"
+            tasks.append(delayed(_reference_frame)(p, where, 0, **reading) if role == "reference"
+                         else delayed(read_frame)(p, source=where, floor=floor, **reading))
+        return Source(role, name, tasks, [], 0)
+    files = resolve_sources(source)
+    size = 0
+    for f in files:
+        with contextlib.suppress(OSError, ValueError):
+            size += os.path.getsize(f)
+    desc = str(source) if not isinstance(source, (list, tuple)) else ", ".join(map(str, source))
+    return Source(role, desc, _read_tasks(files, role, floor, reading), files, size)

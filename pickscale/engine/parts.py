@@ -1,0 +1,315 @@
+"""What the read tasks make on the workers: picks parts (normalised, encoded as arrays), their outlines.
+
+Between the stages, picks never exist as rows of Python strings: a part is a
+few numpy arrays (about 15 bytes a pick) and a small table of the distinct
+(dataset, station, model) it holds.  This module imports only numpy, pandas,
+pyarrow and the reader, so a worker starts working without loading xarray or
+dask.dataframe.
+
+Flow::
+
+    read_part(file or frame)   -> PickPart   (kept on its worker)
+    outline(PickPart)          -> PickPart without arrays
+    merge_outlines(outlines…)  -> one outline (a reduction tree; to the client: SPEC §2 scope, work plan)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..io import Normalised, normalise
+from ..options import PHASES
+
+__all__ = [
+    "PickPart",
+    "Failure",
+    "read_part",
+    "read_files",
+    "read_reference",
+    "merge_parts",
+    "read_frame",
+    "report_of",
+    "encode_picks",
+    "outline",
+    "merge_outlines",
+]
+
+_PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
+
+
+@dataclass
+class Failure:
+    """An input error raised on a worker, returned as a value.
+
+    Returning it (instead of raising) keeps the client's ``retries`` for
+    lost workers: a bad file would otherwise be read again three times.
+    """
+
+    message: str
+
+
+@dataclass
+class PickPart:
+    """The picks of one file (or row groups of it, or one frame partition), normalised and encoded.
+
+    Attributes
+    ----------
+    report
+        What normalising did (its ``frame`` is empty).
+    combos
+        One row per distinct (dataset, station, model) among the picks at or
+        above the floor: ``dataset, station, model, n_picks, t_min, t_max``
+        (strings as Python ``str``).  This is the part's SPEC §2 summary.
+    below_floor
+        Dataset -> picks below the floor (they take part in nothing).
+    combo, phase, time, conf
+        Per pick at or above the floor: its row of ``combos`` (int16, or int32 past 32,767 rows), phase
+        code (int8, 0 = P), time (int64 ns) and confidence (float32 when every
+        value is exactly a float32 — as a picker writes them — else float64).
+    """
+
+    report: Normalised
+    combos: pd.DataFrame
+    below_floor: dict[str, int]
+    combo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    phase: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    time: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+
+
+def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None) -> pd.DataFrame:
+    """One file as read: Parquet projected (text as dictionaries), anything else by ``read_raw``."""
+    from ..io import check_columns, read_raw
+    from ..io.parquet import is_parquet, read_projected
+
+    if is_parquet(path):
+        return read_projected(path, role=role, row_groups=row_groups, columns=check_columns(columns))
+    return read_raw(path)
+
+
+def _joined(failures: list[Failure]) -> Failure:
+    from ..io import join_failures
+
+    return Failure(join_failures([f.message for f in failures]))
+
+
+def read_part(path: str, *, drop_invalid: bool, floor: float, row_groups: tuple[int, int] | None = None,
+              row_offset: int = 0, station_key: str = "as-is", columns: Any = None) -> PickPart | Failure:
+    """Read, normalise and encode one picks file (or a range of its row groups)."""
+    try:
+        return encode_picks(normalise(_raw(path, "picks", row_groups, columns), role="picks", source=path,
+                                      drop_invalid=drop_invalid, row_offset=row_offset, categorical=True,
+                                      station_key=station_key, columns=columns), floor)
+    except InputError as exc:
+        return Failure(str(exc))
+
+
+def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "as-is",
+                   columns: Any = None) -> Normalised | Failure:
+    """Read and normalise reference files (the reference is small: gathered on the client).
+
+    Text columns come back as ``Categorical`` (codes, normalised per distinct
+    value): a few bytes an arrival to gather, and the client's SPEC §2 scope
+    works on the codes.
+    """
+    if len(paths) > 1:  # clean files of one schema: one table (see read_files)
+        from ..io import check_columns
+        from ..io.parquet import read_projected_many
+
+        raw = read_projected_many(paths, role="reference", columns=check_columns(columns))
+        if raw is not None:
+            try:
+                return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False,
+                                 categorical=True, station_key=station_key, columns=columns)
+            except InputError:
+                pass  # read them one by one: the message then names the file and its rows
+    parts, failures = [], []
+    for path in paths:
+        try:
+            parts.append(normalise(_raw(path, "reference", None, columns), role="reference", source=path,
+                                   drop_invalid=drop_invalid, categorical=True, station_key=station_key,
+                                   columns=columns))
+        except InputError as exc:
+            failures.append(Failure(str(exc)))
+    return _joined(failures) if failures else Normalised.combine(parts)
+
+
+def read_files(paths: list[str], *, drop_invalid: bool, floor: float, station_key: str = "as-is",
+               columns: Any = None) -> PickPart | Failure:
+    """Read several (small) picks files in one task: one :class:`PickPart` for all of them.
+
+    A hive layout by station holds many small files; a task per file would
+    cost more in scheduling than in reading.  Every file's input errors are
+    reported together.
+    """
+    if len(paths) > 1:
+        together = _read_together(paths, floor=floor, station_key=station_key, columns=columns)
+        if together is not None:
+            return together
+    parts: list[PickPart] = []
+    failures: list[Failure] = []
+    for path in paths:
+        part = read_part(path, drop_invalid=drop_invalid, floor=floor, station_key=station_key, columns=columns)
+        if isinstance(part, Failure):
+            failures.append(part)
+        else:
+            parts.append(part)
+    return _joined(failures) if failures else merge_parts(parts)
+
+
+def _read_together(paths: list[str], *, floor: float, station_key: str, columns: Any) -> PickPart | None:
+    """Files of one schema read and normalised as one table; None when any file needs its own look.
+
+    Only clean batches take this path: with an invalid row anywhere, the files
+    are read one by one, so that the message names the file and its rows.
+    """
+    from ..io import check_columns
+    from ..io.parquet import read_projected_many
+
+    raw = read_projected_many(paths, role="picks", columns=check_columns(columns))
+    if raw is None:
+        return None
+    try:
+        norm = normalise(raw, role="picks", source=", ".join(paths), drop_invalid=False, categorical=True,
+                         station_key=station_key, columns=columns)
+    except InputError:
+        return None
+    return encode_picks(norm, floor)
+
+
+def merge_parts(parts: list[PickPart]) -> PickPart:
+    """One :class:`PickPart` holding the picks of several: combos re-coded over the union."""
+    if len(parts) == 1:
+        return parts[0]
+    combos = pd.concat([p.combos for p in parts], ignore_index=True)
+    names = ["dataset", "station", "model"]
+    groups = combos.groupby(names, sort=True)
+    key = groups.ngroup().to_numpy(np.int64)  # numbered in the sorted order of the keys below
+    uniques = groups.size().reset_index()[names]
+    offsets = np.cumsum([0] + [len(p.combos) for p in parts])
+    combo = np.concatenate([key[offsets[i] + p.combo.astype(np.int64)] for i, p in enumerate(parts)])
+    n = len(uniques)
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, key, combos["t_min"].to_numpy(np.int64))
+    np.maximum.at(t_max, key, combos["t_max"].to_numpy(np.int64))
+    merged = pd.DataFrame({
+        **{name: uniques[name].to_numpy(dtype=object) for name in names},
+        "n_picks": np.bincount(key, weights=combos["n_picks"].to_numpy(np.int64), minlength=n).astype(np.int64),
+        "t_min": t_min, "t_max": t_max,
+    })
+    below: dict[str, int] = {}
+    for p in parts:
+        for d, k in p.below_floor.items():
+            below[d] = below.get(d, 0) + k
+    conf = np.concatenate([p.conf for p in parts])  # float32 with float64 widens, exactly
+    return PickPart(report=Normalised.combine([p.report for p in parts]), combos=merged, below_floor=below,
+                    combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32),
+                    phase=np.concatenate([p.phase for p in parts]),
+                    time=np.concatenate([p.time for p in parts]), conf=conf)
+
+
+def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
+               station_key: str = "as-is", columns: Any = None) -> PickPart | Failure:
+    """Normalise and encode picks given as a pandas DataFrame (or one partition of a Dask one)."""
+    try:
+        return encode_picks(normalise(frame, role="picks", source=source, drop_invalid=drop_invalid,
+                                      row_offset=row_offset, categorical=True, station_key=station_key,
+                                      columns=columns), floor)
+    except InputError as exc:
+        return Failure(str(exc))
+
+
+def report_of(part: Normalised) -> Normalised:
+    """What normalising did, without the rows (small enough to send to the client)."""
+    # A copy: an empty slice is a view that would keep the whole frame's memory alive.
+    return dataclasses.replace(part, frame=part.frame.iloc[:0].copy())
+
+
+def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, categories as an object array of str) of a text column."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype("category")
+    cats = np.asarray(column.cat.categories.astype(object), dtype=object)
+    return column.cat.codes.to_numpy(), cats
+
+
+def encode_picks(part: Normalised, floor: float) -> PickPart:
+    """Picks at or above the floor as (combo, phase, time, conf) arrays and their summary."""
+    frame = part.frame
+    report = report_of(part)
+    conf = frame["conf"].to_numpy(np.float64)
+    above = conf >= floor
+    d_codes, d_names = _codes(frame["dataset"])
+    s_codes, s_names = _codes(frame["station"])
+    m_codes, m_names = _codes(frame["model"])
+    p_codes, p_names = _codes(frame["phase"])
+    below = np.bincount(d_codes[~above].astype(np.int64), minlength=d_names.size)
+    below_floor = {str(d_names[i]): int(below[i]) for i in np.flatnonzero(below)}
+
+    conf = conf[above]
+    time_ns = frame["time"].to_numpy(np.int64)[above]
+    phase_of_cat = np.array([_PHASE_CODE[str(p)] for p in p_names], dtype=np.int8)
+    phase = phase_of_cat[p_codes[above]]
+    # One integer per (dataset, station, model), then its distinct values in sorted order.
+    key = ((d_codes[above].astype(np.int64) * s_names.size + s_codes[above]) * m_names.size
+           + m_codes[above])
+    distinct, combo = _dense(key, d_names.size * s_names.size * m_names.size)
+    n = distinct.size
+    m_of, rest = (distinct % m_names.size, distinct // m_names.size) if n else (distinct, distinct)
+    s_of, d_of = (rest % s_names.size, rest // s_names.size) if n else (rest, rest)
+    n_picks = np.bincount(combo, minlength=n).astype(np.int64)
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, combo, time_ns)
+    np.maximum.at(t_max, combo, time_ns)
+    combos = pd.DataFrame({
+        "dataset": d_names[d_of] if n else np.zeros(0, object),
+        "station": s_names[s_of] if n else np.zeros(0, object),
+        "model": m_names[m_of] if n else np.zeros(0, object),  # (empty: no category to index)
+        "n_picks": n_picks, "t_min": t_min, "t_max": t_max,
+    })
+    as32 = conf.astype(np.float32)
+    if np.array_equal(as32.astype(np.float64), conf):
+        conf = as32  # exact: the kernel widens it back to the same float64
+    return PickPart(report=report, combos=combos, below_floor=below_floor,
+                    combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32), phase=phase,
+                    time=time_ns, conf=conf)
+
+
+def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, each row's index among them), by counting when the key space is small."""
+    if space <= max(4 * key.size, 1 << 16):
+        present = np.bincount(key, minlength=space) > 0
+        distinct = np.flatnonzero(present)
+        index = np.cumsum(present) - 1
+        return distinct, index[key]
+    distinct, inverse = np.unique(key, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def outline(part: PickPart | Failure) -> PickPart | Failure:
+    """The part without its arrays: what the client needs to decide the scope and the plan."""
+    if isinstance(part, Failure):
+        return part
+    return dataclasses.replace(part, combo=part.combo[:0], phase=part.phase[:0], time=part.time[:0],
+                               conf=part.conf[:0])
+
+
+def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:
+    """Outlines of several parts as one (a node of the reduction tree); or every input error, in order.
+
+    The client then receives one summary of (dataset, station, model) rows,
+    not one per part: its size does not grow with the number of read parts.
+    """
+    failures = [f for item in items for f in (item if isinstance(item, list) else [item])
+                if isinstance(f, Failure)]
+    if failures:
+        return failures
+    return merge_parts([item for item in items if isinstance(item, PickPart)])

@@ -1,0 +1,49 @@
+"""What a run records about itself: the store's attributes (inputs, options, exclusions, warnings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .. import __version__
+from ..io import Normalised
+
+__all__ = ["attributes", "rows_read"]
+
+def _report_attrs(report: Normalised) -> dict[str, Any]:
+    return {
+        "rows_read": int(report.n_rows_read),
+        "rows_invalid_dropped": int(report.n_invalid),
+        "columns_used": {k: v for k, v in report.columns.items()},
+        "phases_dropped": {str(k): int(v) for k, v in sorted(report.dropped_phases.items())},
+        "phases_mapped": {str(k): str(v) for k, v in sorted(report.mapped_phases.items())},
+        "columns_ignored": [str(c) for c in report.ignored_columns],
+    }
+
+
+def rows_read(report: Normalised) -> dict[str, Any]:
+    """What reading did, for the message when nothing is left to score."""
+    return {"rows_read": int(report.n_rows_read), "invalid_dropped": int(report.n_invalid),
+            "dropped_phases": dict(report.dropped_phases)}
+
+
+def attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started) -> dict[str, Any]:
+    return {
+        "title": "pickscale results",
+        "pickscale_version": __version__,
+        "created": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "inputs": {
+            "reference": {"source": ref_src.description, "files": len(ref_src.files), "bytes": ref_src.bytes,
+                          **_report_attrs(ref_report)},
+            "picks": {"source": pick_src.description, "files": len(pick_src.files), "bytes": pick_src.bytes,
+                      **_report_attrs(pick_report)},
+        },
+        "exclusions": dict(scope.exclusions),
+        "exclusions_by_dataset": {d: dict(c) for d, c in scope.exclusions_by_dataset.items()},
+        "warnings": ref_report.warnings() + pick_report.warnings() + list(scope.warnings),
+        "lower_bound_note": (
+            "_lb marks a lower bound: an unmatched pick may be a real arrival the analyst never marked."
+            if not options.exhaustive else "exhaustive reference: precision, f1, ap, ece are exact."
+        ),
+    }

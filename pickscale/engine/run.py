@@ -1,0 +1,254 @@
+"""The main job: read, scope, plan, exchange, score, combine.
+
+Stages (each a Dask graph; nothing but small summaries and results reaches the client):
+
+1. **Read** every picks part (:mod:`pickscale.engine.inputs`, :mod:`pickscale.engine.parts`): normalised per
+   distinct value and encoded as integer arrays (about 15 bytes a pick), kept on the worker that read it.  The
+   reference (one row per analyst arrival) is read in tasks too and gathered as codes.
+2. **Outline**: the parts' summaries (per (dataset, station, model): pick counts and time span at or above
+   the floor) are merged on the workers; the client decides the scope of SPEC §2 and the work plan
+   (:mod:`pickscale.engine.plan`, deterministic).
+3. **Exchange** (:mod:`pickscale.engine.exchange`): picks move to the work partition of their unit — through
+   Dask's shuffle (p2p on a cluster; the graph grows like parts + partitions), or, while parts × partitions
+   is small, by cutting each part into one piece per partition.
+4. **Score** (:mod:`pickscale.engine.scoring`): one task per partition runs the station kernel per work unit
+   and returns station results stacked as arrays; a reduction tree on the workers combines them
+   (:mod:`pickscale.kernel.combine`).
+5. **Finalize** on the client from that one combined result, in canonical station order
+   (:mod:`pickscale.results`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from dask import delayed
+
+from ..errors import InputError, OptionsError, emit_warnings
+from ..io import Normalised
+from ..kernel import Partial, combine_partials, complete, score_station
+from ..options import Options
+from ..scope import Scope, scope_from_summary
+from . import exchange
+from .graph import compute, n_workers, persist, scheduler, tree_reduce
+from .inputs import load
+from .parts import Failure, PickPart, merge_outlines, outline, report_of
+from .plan import plan_units
+from .provenance import attributes, rows_read
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["score"]
+
+# Input errors shown at most (a glob of thousands of bad files would otherwise print them all).
+_MAX_MESSAGE_LINES = 40
+
+
+def score(
+    reference: Any,
+    picks: Any,
+    *,
+    threshold: float = 0.3,
+    tol: float = 0.5,
+    residual_tol: float = 2.0,
+    thresholds: Sequence[float] | None = None,
+    budget: int | None = None,
+    exhaustive: bool = False,
+    drop_invalid: bool = False,
+    manual_only: bool = False,
+    station_key: str = "as-is",
+    columns: Any = None,
+    client: Any = None,
+    progress: bool | None = None,
+    block_picks: int | None = None,
+    exchange_method: str = "auto",
+) -> xr.Dataset:
+    """Score picks against reference arrivals; every SPEC metric in one Dataset.
+
+    Parameters
+    ----------
+    reference, picks
+        A path, folder, glob or fsspec URL of CSV/Parquet files (or a list of
+        them), a pandas DataFrame or a Dask DataFrame.  Columns and aliases as
+        in SPEC §1.  The reference may also be a bulletin ObsPy reads (QuakeML,
+        NonLinLoc, hypoDD …; a file, folder or glob) or an ObsPy ``Catalog``;
+        the picks a SeisBench ``PickList`` (or any pick-like objects), or a
+        dict of model name → such (see README, "Input formats").
+    threshold, tol, residual_tol, thresholds, budget, exhaustive
+        Options; see :class:`pickscale.options.Options`.
+    drop_invalid
+        Drop invalid rows with a warning instead of stopping.
+    manual_only
+        From a bulletin, keep only the picks whose ``evaluation_mode`` is
+        ``"manual"``.
+    station_key
+        ``"as-is"`` (default) or ``"net.sta"``: station ids reduced to
+        ``NET.STA`` on both sides (PhaseNet's ``NET.STA.LOC.CHA`` against a
+        bulletin's ``NET.STA``; SPEC §1).
+    columns
+        Column names no alias covers, e.g. ``{"model": "rid", "station":
+        "tid"}`` (or ``"model=rid,station=tid"``).
+    client
+        A ``distributed.Client``.  Default: the current client if there is one,
+        else Dask's local scheduler (no cluster is started here; see
+        :func:`local_cluster`).
+    progress
+        Show a progress bar (default: when stderr is a terminal).
+    block_picks
+        Target number of picks per work unit: a busier station is cut into
+        time blocks at quiet gaps (no arrival within ``residual_tol``), which
+        bounds a worker's memory and changes no number.  Default: 2,000,000.
+    exchange_method
+        How picks move from the parts they were read in to the partitions
+        that score them (:mod:`pickscale.engine.exchange`): ``"shuffle"`` (Dask's
+        shuffle, p2p on a distributed cluster; its graph grows like parts +
+        partitions), ``"direct"`` (one piece per part and partition; fastest
+        while both are few) or ``"auto"`` (direct while parts × partitions
+        <= 4,096).  Never changes a number.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``dataset, model, phase, threshold, station, bin, fine_threshold,
+        pair``: per-station counts, and every SPEC metric over (dataset, model,
+        phase[, threshold]).
+
+    Raises
+    ------
+    pickscale.errors.InputError, pickscale.errors.OptionsError
+        Bad input or options; nothing is written.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ref = pd.DataFrame({"station": ["CI.CLC"], "phase": ["P"], "time": ["2019-07-06T03:19:53.04"]})
+    >>> picks = pd.DataFrame({"station": ["CI.CLC."], "phase": ["P"],
+    ...                       "time": ["2019-07-06T03:19:53.10Z"], "conf": [0.8]})
+    >>> ds = score(ref, picks)
+    >>> float(ds.recall.sel(dataset="all", model="model", phase="P", threshold=0.3))
+    1.0
+    """
+    options = Options(threshold=threshold, tol=tol, residual_tol=residual_tol, thresholds=thresholds,
+                      budget=budget, exhaustive=exhaustive)
+    from ..io import check_columns, station_key_of
+
+    check_columns(columns)
+    station_key_of(np.zeros(0, dtype=object), station_key)  # an unknown key: OptionsError
+    if exchange_method not in ("auto", "direct", "shuffle"):
+        raise OptionsError(f"exchange_method must be 'auto', 'direct' or 'shuffle'; got {exchange_method!r}.")
+    if progress is None:
+        progress = sys.stderr.isatty()
+    client = scheduler(client)
+    if client is not None:
+        from .workers import check_workers
+
+        # A scheduler without workers, or workers that cannot import pickscale, would wait forever:
+        # say so within PICKSCALE_WORKER_TIMEOUT (30 s) instead.
+        check_workers(client)
+    started = time.time()
+
+    reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
+    ref_src = load(reference, role="reference", manual_only=manual_only, **reading)
+    pick_src = load(picks, role="picks", floor=options.floor, **reading)
+
+    # 1–2. Read (picks stay where they were read), outline, decide the scope.
+    pick_parts = persist(pick_src.parts, client)
+    ref_parts = compute(ref_src.parts, client, label="reading reference", progress=False)
+    # The parts' outlines are merged on the workers: the client receives one summary.
+    merged = compute([tree_reduce([delayed(outline)(p) for p in pick_parts], merge_outlines)], client,
+                      label="reading picks", progress=progress)[0]
+    outlines = merged if isinstance(merged, list) else [merged]
+    _raise_failures(ref_parts + outlines)
+    ref_all = Normalised.combine(ref_parts)
+    pick_summary, below_floor, pick_report = _combine_outlines(outlines)
+    scope: Scope = scope_from_summary(
+        ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
+        residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
+        ref_rows=rows_read(ref_all), picks_rows=rows_read(pick_report),
+    )
+    ref_report = report_of(ref_all)
+
+    # 3. Work units (station time blocks) and the partitions that run them.
+    plan = plan_units(scope, options, block_picks=block_picks, n_workers=n_workers(client))
+    shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
+    ref_codes = plan.encode_reference(scope.reference)
+
+    # 4. Exchange (picks move to their work partition) and score; partials combined on the workers.
+    way = exchange.choose(exchange_method, len(pick_parts), plan.n_parts)
+    if way == "direct":
+        partials = exchange.direct(pick_parts, ref_codes, plan, shared_plan, options)
+    else:
+        partials = exchange.shuffle(pick_parts, ref_codes, plan, shared_plan, options,
+                                    conf_dtype=_conf_dtype(outlines), distributed=client is not None)
+    # Drop the client's handles on the read parts (the graphs of `partials` hold them too): once the job
+    # is submitted, only the scheduler keeps each part, and frees it as soon as it has been moved.
+    job = [tree_reduce(partials, combine_partials)]
+    del pick_parts, partials
+    total = compute(job, client, label="scoring", progress=progress, release=True)[0]
+
+    # 5. Finalize on the client: one partial of arrays, in canonical order.
+    from ..results import assemble
+
+    per_dataset = _per_dataset(total, scope, plan, options)
+    attrs = attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
+    # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
+    emit_warnings(attrs["warnings"])
+    return assemble(per_dataset, options=options, attrs=attrs)
+
+
+def _raise_failures(parts: Sequence[Any]) -> None:
+    """Raise the input errors found by the read tasks, in input order (all of them, up to five)."""
+    from ..io import join_failures
+
+    failures = [p.message for p in parts if isinstance(p, Failure)]
+    if failures:
+        # A message several files share (a glob of one layout) is said once, naming how many.
+        lines = join_failures(failures).split("\n")
+        if len(lines) > _MAX_MESSAGE_LINES:
+            lines = lines[:_MAX_MESSAGE_LINES] + [f"(and more: {len(failures)} read task(s) found input errors)"]
+        raise InputError("\n".join(lines))
+
+
+def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str, int], Normalised]:
+    frame = pd.concat([o.combos for o in outlines], ignore_index=True)
+    summary = (frame.groupby(["dataset", "station", "model"], sort=True, observed=True)
+               .agg(n_picks=("n_picks", "sum"), t_min=("t_min", "min"), t_max=("t_max", "max"))
+               .reset_index())
+    summary = summary.astype({"dataset": object, "station": object, "model": object,
+                              "n_picks": np.int64, "t_min": np.int64, "t_max": np.int64})
+    below: dict[str, int] = {}
+    for o in outlines:
+        for d, n in o.below_floor.items():
+            below[d] = below.get(d, 0) + n
+    return summary, below, Normalised.combine([o.report for o in outlines])
+
+
+def _conf_dtype(outlines: list[Any]) -> Any:
+    """float32 when every part's confidences are exact float32 (as pickers write them), else float64."""
+    return np.float32 if all(o.conf.dtype == np.float32 for o in outlines) else np.float64
+
+
+def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Options) -> dict[str, Any]:
+    """Every scored dataset's counts (:class:`pickscale.results.DatasetCounts`) from the combined partial."""
+    from ..results import counts_from_stack
+
+    stations = plan.stations
+    per_dataset = {}
+    for d, dataset in enumerate(scope.datasets):
+        keys = np.flatnonzero(stations["dcode"].to_numpy(np.int64) == d)
+        stack = total.stacks.get(d) if total is not None else None
+        none = np.zeros(0, dtype=np.int64)
+        zero = score_station(none, none, none, none, none, none.astype(np.float64),
+                             n_models=len(scope.models[dataset]), options=options)
+        stack = complete(stack, keys, zero)
+        fine = total.fine.get(d) if total is not None else None
+        per_dataset[dataset] = counts_from_stack(
+            stack, names=stations["station"].to_numpy(object)[stack.keys], models=scope.models[dataset],
+            options=options, fine=fine)
+    return per_dataset

@@ -1,0 +1,92 @@
+"""Scoring one work partition on a worker: every unit present through the station kernel, stacked results out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..kernel import Partial, StationResult, add_fine, score_station
+from ..options import Options
+
+if TYPE_CHECKING:
+    from .exchange import Piece
+
+__all__ = ["score_partition", "score_shuffled", "score_units"]
+
+def score_partition(reference: dict[str, np.ndarray], plan: Any, options: Options, *pieces: Piece) -> Partial:
+    """Score the pieces of one work partition (the direct exchange); ``reference`` holds its arrivals."""
+    pieces = tuple(p for p in pieces if len(p))
+    arrivals = (reference["unit"], reference["phase"], reference["time"])
+    if not pieces:
+        return score_units([np.zeros(0, np.int64)] * 3 + [np.zeros(0, np.float64)], arrivals, plan, options)
+    unit = np.concatenate([np.repeat(p.units, p.counts) for p in pieces])
+    order = np.argsort(unit, kind="stable")
+    # Built inside the call: score_units owns the only references and frees each column when done with it.
+    return score_units(_sorted_picks(order, unit, lambda: np.concatenate([p.group for p in pieces]),
+                                     lambda: np.concatenate([p.time for p in pieces]),
+                                     lambda: np.concatenate([p.conf.astype(np.float64, copy=False) for p in pieces])),
+                       arrivals, plan, options)
+
+
+def score_shuffled(frame: pd.DataFrame, plan: Any, options: Options) -> Partial:
+    """Score one output partition of the shuffle exchange: picks and arrivals arrive together."""
+    group = frame["group"].to_numpy()
+    pick = group >= 0
+    unit = frame["unit"].to_numpy(np.int64)
+    arrivals = (unit[~pick], (-1 - group[~pick]).astype(np.int8), frame["time"].to_numpy(np.int64)[~pick])
+    rows = np.flatnonzero(pick)
+    order = rows[np.argsort(unit[rows], kind="stable")]
+    picks = _sorted_picks(order, unit, lambda: group, lambda: frame["time"].to_numpy(np.int64),
+                          lambda: frame["conf"].to_numpy().astype(np.float64, copy=False))
+    del order, rows
+    return score_units(picks, arrivals, plan, options)
+
+
+def _sorted_picks(order: np.ndarray, unit: np.ndarray, *columns: Any) -> list[np.ndarray]:
+    """[unit, group, time, conf] taken in ``order``; each column is built (by its callable) only when taken,
+    so that one unsorted column at a time is alive beside the sorted ones (worker memory)."""
+    out = [unit[order]]
+    for make in columns:
+        out.append(make()[order])
+    out[1] = out[1].astype(np.int64, copy=False)
+    return out
+
+
+def score_units(picks: list[np.ndarray], arrivals: tuple[np.ndarray, ...], plan: Any,
+                options: Options) -> Partial:
+    """Score every work unit present among ``picks`` and ``arrivals``.
+
+    ``picks`` = [unit, group, time, conf], sorted by unit (stably), emptied here so that
+    each column is freed when no longer needed; ``arrivals`` =
+    (unit, phase, time), any order.  Within a unit, row order does not matter:
+    the kernel puts each unit's rows in its canonical order.  The fine curve is
+    summed per dataset here rather than shipped per unit.
+    """
+    p_unit, p_group, p_time, p_conf = picks
+    picks.clear()
+    p_model, p_phase = p_group >> 1, p_group & 1
+    del p_group
+    r_unit, r_phase, r_time = arrivals
+    r_order = np.argsort(r_unit, kind="stable")
+    r_unit, r_phase, r_time = r_unit[r_order], r_phase[r_order], r_time[r_order]
+    n_models = plan.stations["n_models"].to_numpy(np.int64)
+    dataset_of = plan.stations["dcode"].to_numpy(np.int64)
+
+    items: list[tuple[int, int, StationResult]] = []
+    fine: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for u in np.union1d(p_unit, r_unit):  # one step per work unit present
+        plo, phi = np.searchsorted(p_unit, [u, u + 1])
+        rlo, rhi = np.searchsorted(r_unit, [u, u + 1])
+        key = int(plan.unit_station[u])
+        result = score_station(
+            r_phase[rlo:rhi], r_time[rlo:rhi],
+            p_model[plo:phi], p_phase[plo:phi], p_time[plo:phi], p_conf[plo:phi],
+            n_models=int(n_models[key]), options=options,
+        )
+        d = int(dataset_of[key])
+        curve = (result.fine_emitted, result.fine_matched)
+        fine[d] = add_fine(fine[d], curve) if d in fine else curve
+        items.append((d, key, result))
+    return Partial.of(items, fine=fine)

@@ -1,0 +1,112 @@
+"""One CSV file read as it is: cells as strings, delimiter sniffed, UTF-8 checked to the byte."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+
+import fsspec
+import pandas as pd
+
+from ..errors import InputError
+from .sniff import not_text_reason
+
+__all__ = ["read_csv_file"]
+
+
+def _utf8_error(path: str, compression: str | None) -> str:
+    """Locate the first byte that is not UTF-8; streamed, so big files are fine."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    lines = 1
+    with fsspec.open(path, "rb", compression=compression) as f:
+        while True:
+            chunk = f.read(1 << 20)
+            final = not chunk
+            try:
+                decoder.decode(chunk, final=final)
+            except UnicodeDecodeError as exc:
+                # exc.start counts from the decoder's buffered bytes + this chunk;
+                # the buffer holds at most 3 bytes of an unfinished character.
+                buffered = len(exc.object) - len(chunk)
+                pos = offset - buffered + exc.start
+                lines_in_chunk = exc.object[: exc.start].count(b"\n")
+                bad = exc.object[exc.start: exc.start + 1]
+                return (
+                    f"byte 0x{bad.hex().upper()} at byte offset {pos} (line {lines + lines_in_chunk}"
+                    f" of the file) is not UTF-8"
+                )
+            if final:
+                return "it is not UTF-8 text"
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+
+
+def _sniff_delimiter(text: str) -> str:
+    """``,``, ``;`` or tab, from the first lines.
+
+    ``csv.Sniffer`` looks for a delimiter that splits every line into the same
+    number of fields; if it fails, or picks a character absent from the header
+    line, the candidate occurring most often in the header line wins (``,`` on
+    a tie or when none occurs).
+    """
+    lines = text.splitlines()
+    header = lines[0] if lines else ""
+    sample = "\n".join(lines[:20])
+    try:
+        delim = csv.Sniffer().sniff(sample, delimiters=",;\t").delimiter
+    except csv.Error:
+        delim = ""
+    if delim and delim in header:
+        return delim
+    counts = {d: header.count(d) for d in (",", ";", "\t")}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
+
+
+def _not_utf8(path: str, compression: str | None) -> InputError:
+    return InputError(f"{path}: {_utf8_error(path, compression)}; save the file as UTF-8 "
+                      "(Latin-1/Windows-1252 accents such as 'é' are the usual cause).")
+
+
+def read_csv_file(path: str, head: bytes, compression: str | None) -> pd.DataFrame:
+    """Read one CSV file whose first bytes (decompressed) are ``head``: every cell a string, ``''`` if empty.
+
+    The delimiter (``,``, ``;`` or tab) is sniffed from the first lines, a
+    UTF-8 byte-order mark is ignored; ``df.attrs`` records ``source``,
+    ``format`` and ``delimiter``.  A one-column result cannot come from a
+    ``;`` or tab file: the sniffer takes any candidate found in the header
+    line.  Other delimiters (``|``) yield one column, and the normaliser then
+    names it with a hint.
+    """
+    reason = not_text_reason(head)
+    if reason:
+        raise InputError(f"{path}: {reason}.")
+    try:
+        # final=False: the sniffed block may end inside a multi-byte character.
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(head, final=False)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, compression) from None
+    if not text.strip():
+        raise InputError(f"{path}: the file holds no header and no rows (only white space).")
+    delim = _sniff_delimiter(text)
+    try:
+        with fsspec.open(path, "rb", compression=compression) as f:
+            df = pd.read_csv(
+                f, sep=delim, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                engine="c",
+            )
+    except UnicodeDecodeError:
+        raise _not_utf8(path, compression) from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the file holds no header and no rows.") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(
+            f"{path}: not a well-formed CSV file (delimiter {delim!r}): {exc}"
+        ) from None
+    if len(df) == 0:
+        raise InputError(
+            f"{path}: the file has a header ({', '.join(map(str, df.columns))}) but no data rows."
+        )
+    df.attrs.update(source=path, format="csv", delimiter=delim)
+    return df

@@ -1,0 +1,151 @@
+"""How each per-station quantity combines: declared once, field by field.
+
+A station's counts are put together from pieces in three places: the time
+blocks of one busy station (:func:`~pickscale.kernel.merge_results`), the
+partitions of a run on the engine's reduction tree
+(:class:`~pickscale.kernel.StationStack`, :func:`~pickscale.kernel.combine_partials`)
+and the stations of a dataset (:func:`pickscale.results.combine`,
+:func:`pickscale.results.counts_from_stack`).  None of them lists fields of its
+own: each reads :data:`FIELDS`, which gives every field of
+:class:`~pickscale.kernel.StationResult` one :class:`Kind` (as flox's
+``Aggregation`` declares chunk, combine and finalize once).
+
+Examples
+--------
+>>> FIELDS["matched"], FIELDS["cal_conf"]
+(<Kind.COUNT: 'integer counts: summed'>, <Kind.DERIVED: 'float sums: never added, derived from the combined limbs'>)
+>>> PAIR_KEY
+('pair_model', 'pair_phase', 'pair_residual_ns', 'pair_conf')
+
+Numpy only: the workers import this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import Enum
+
+import numpy as np
+
+from . import exact
+
+__all__ = ["Kind", "FIELDS", "PER_STATION", "PAIR_KEY", "of_kind", "merge", "finalize", "pair_order", "add_fine"]
+
+
+class Kind(Enum):
+    """How a field combines; the value says it in words."""
+
+    COUNT = "integer counts: summed"
+    LIMBS = "exact fixed-point sums of conf (16-bit limbs): summed, then re-canonicalised"
+    SQUARES = "exact fixed-point sums of conf² (limb products): summed, then re-canonicalised"
+    DERIVED = "float sums: never added, derived from the combined limbs"
+    PAIRS = "residual pairs: concatenated, then put in canonical order"
+    FINE = "fine curve: summed per dataset, not kept per station"
+
+
+#: The declaration: every field of :class:`~pickscale.kernel.StationResult`, in field order, with its kind.
+FIELDS: dict[str, Kind] = {
+    "n_reference": Kind.COUNT,
+    "emitted": Kind.COUNT,
+    "matched": Kind.COUNT,
+    "duplicates": Kind.COUNT,
+    "swapped": Kind.COUNT,
+    "fine_emitted": Kind.FINE,
+    "fine_matched": Kind.FINE,
+    "cal_n": Kind.COUNT,
+    "cal_hits": Kind.COUNT,
+    "cal_conf": Kind.DERIVED,  # from cal_conf_limbs
+    "brier_sum": Kind.DERIVED,  # from conf_sq_sums, hit_conf_limbs and cal_hits
+    "pair_model": Kind.PAIRS,
+    "pair_phase": Kind.PAIRS,
+    "pair_residual_ns": Kind.PAIRS,
+    "pair_conf": Kind.PAIRS,
+    "cal_conf_limbs": Kind.LIMBS,
+    "conf_sq_sums": Kind.SQUARES,
+    "hit_conf_limbs": Kind.LIMBS,
+}
+
+#: The canonical order of residual pairs: sorted by these fields, first to last.
+PAIR_KEY = ("pair_model", "pair_phase", "pair_residual_ns", "pair_conf")
+
+_CANONICAL = {Kind.LIMBS: exact.canonical_limbs, Kind.SQUARES: exact.canonical_squares}
+
+
+def of_kind(*kinds: Kind) -> tuple[str, ...]:
+    """The fields of the given kinds, in field order.
+
+    Examples
+    --------
+    >>> of_kind(Kind.LIMBS, Kind.SQUARES)
+    ('cal_conf_limbs', 'conf_sq_sums', 'hit_conf_limbs')
+    """
+    return tuple(name for name, kind in FIELDS.items() if kind in kinds)
+
+
+#: The fields kept per station (a station axis when stations are stacked): all but the pairs and the fine curve.
+PER_STATION = of_kind(Kind.COUNT, Kind.LIMBS, Kind.SQUARES, Kind.DERIVED)
+
+
+def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The fields of one station from those of its pieces (its time blocks), by :data:`FIELDS`.
+
+    Counts, limbs and fine curves are summed, limbs re-canonicalised; pairs are
+    concatenated and put in canonical order; the float sums are derived from
+    the combined limbs (:func:`finalize`), so no float is ever added.  Bit for
+    bit the result of the whole station.
+    """
+    out: dict[str, np.ndarray] = {}
+    for name, kind in FIELDS.items():
+        values = [p[name] for p in parts]
+        if kind is Kind.PAIRS:
+            out[name] = np.concatenate(values)
+        elif kind is not Kind.DERIVED:
+            out[name] = sum(values[1:], start=values[0])
+        if kind in _CANONICAL:
+            # Sums of canonical forms are not canonical: make them so, as one block would have them.
+            out[name] = _CANONICAL[kind](out[name])
+    order = pair_order(out)
+    out.update({name: out[name][order] for name in PAIR_KEY})
+    out.update(finalize(out))
+    return {name: out[name] for name in FIELDS}
+
+
+def finalize(f: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The :attr:`Kind.DERIVED` fields from the exact ones, each rounded once.
+
+    Works on any leading axes (one station, or stations stacked).
+
+    Examples
+    --------
+    >>> limbs, squares, hits = exact.sums(np.array([0.9, 0.5]), np.array([True, False]),
+    ...                                   np.zeros(2, int), np.array([9, 5]), 1)
+    >>> cal_hits = np.zeros((1, 10), np.int64); cal_hits[0, 9] = 1
+    >>> out = finalize({"cal_conf_limbs": limbs, "conf_sq_sums": squares, "hit_conf_limbs": hits,
+    ...                 "cal_hits": cal_hits})
+    >>> out["cal_conf"][[5, 9]].tolist(), out["brier_sum"].round(12).tolist()
+    ([0.5, 0.9], [0.26])
+    """
+    return {
+        "cal_conf": exact.conf_sum(f["cal_conf_limbs"]),
+        "brier_sum": exact.brier_sum(f["conf_sq_sums"], f["hit_conf_limbs"], f["cal_hits"].sum(axis=-1)),
+    }
+
+
+def pair_order(pairs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The permutation that puts residual pairs in canonical order (:data:`PAIR_KEY`)."""
+    return np.lexsort(tuple(pairs[name] for name in reversed(PAIR_KEY)))
+
+
+def add_fine(*curves: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:attr:`Kind.FINE`: ``(fine_emitted, fine_matched)`` of several stations or partitions, summed.
+
+    Examples
+    --------
+    >>> a = (np.array([2, 1]), np.array([1, 0]))
+    >>> [x.tolist() for x in add_fine(a, a, a)]
+    [[6, 3], [3, 0]]
+    """
+    emitted, matched = curves[0]
+    for e, m in curves[1:]:
+        emitted, matched = emitted + e, matched + m
+    return emitted, matched

@@ -1,0 +1,101 @@
+"""All (model, phase) groups of a station matched in one call, on one int64 axis.
+
+Each group's times are shifted into a disjoint stretch of the int64 axis
+(group ``g`` at ``g * stride``), far enough apart that no pair can form across
+groups.  The stride is computed in Python integers, and when even one model's
+two groups do not fit below 2**62 (times spread over centuries: a stray
+placeholder pick in 1800, rows in 1677 and 2262) the groups are matched one by
+one on their raw times instead, with window edges saturating at the int64
+limits (:func:`pickscale.kernel.matching.windows`); no key, sentinel or
+difference of two arbitrary times can wrap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .matching import match_sorted, range_max, windows
+
+__all__ = ["N_PHASES", "match_groups"]
+
+#: Phases per model: group ``g`` is (model ``g // 2``, phase ``g % 2``).
+N_PHASES = 2
+# Keep every shifted key below 2**62: far from int64 overflow in `key ± tol`.
+_KEY_LIMIT = 1 << 62
+
+
+def match_groups(r_group, r_time, p_group, p_time, p_conf, *, n_groups, tol, rtol):
+    """Both matchings, the duplicate test and the other-phase reach, for all groups.
+
+    Picks are in canonical order, so within a group the index is the priority
+    rank.  Groups are shifted apart on the time axis in batches small enough
+    that no shifted key overflows; with ordinary spans one batch holds every
+    group.
+    """
+    det = np.full(p_time.size, -1, dtype=np.int64)
+    res = np.full(p_time.size, -1, dtype=np.int64)
+    near = np.zeros(p_time.size, dtype=bool)
+    other_conf = np.full(r_time.size, -np.inf)
+    if p_time.size == 0 or r_time.size == 0:
+        return det, res, near, other_conf
+    tol, rtol = int(tol), int(rtol)
+    # Python integers: the span of a station can reach 2**64 - 2 ns (1677 … 2262).
+    t0 = int(min(p_time.min(), r_time.min()))
+    stride = (int(max(p_time.max(), r_time.max())) - t0) + 2 * rtol + 1
+    per_batch = min(n_groups, (_KEY_LIMIT // stride) // 2 * 2)  # whole (P, S) pairs
+    if per_batch < 2:
+        _match_apart(r_group, r_time, p_group, p_time, p_conf, n_groups, tol, rtol, det, res, near, other_conf)
+        return det, res, near, other_conf
+    for first in range(0, n_groups, per_batch):
+        pm = np.flatnonzero((p_group >= first) & (p_group < first + per_batch))
+        rm = np.flatnonzero((r_group >= first) & (r_group < first + per_batch))
+        # Every key lies in [0, per_batch · stride) ⊂ [0, 2**62): `key ± rtol` cannot wrap.
+        r_key = (r_group[rm] - first) * stride + (r_time[rm] - t0)
+        p_key = (p_group[pm] - first) * stride + (p_time[pm] - t0)
+        by_time = np.argsort(p_key)
+        key, pos = p_key[by_time], pm[by_time]  # time-sorted picks; pos = index = rank
+        _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near)
+
+        # The other phase of the same model: group g ^ 1 (phase is the low bit).
+        other_key = ((r_group[rm] ^ 1) - first) * stride + (r_time[rm] - t0)
+        lo, hi = windows(key, other_key, tol)
+        other_conf[rm] = range_max(p_conf[pos], lo, hi)
+    return det, res, near, other_conf
+
+
+def _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near):
+    """Both matchings and the duplicate test of one batch, on its keys (``key`` sorted, ``pos`` their ranks)."""
+    # Only picks with an arrival within residual_tol take part in either matching.
+    lo, hi = windows(r_key, key, rtol)
+    reach = hi > lo
+    c_key, c_pos = key[reach], pos[reach]
+    lo, hi = windows(r_key, c_key, tol)
+    near[c_pos] = hi > lo
+    for tolerance, out in ((tol, det), (rtol, res)):
+        got = match_sorted(r_key, c_key, c_pos, tol_ns=tolerance)
+        out[c_pos] = np.where(got >= 0, rm[np.maximum(got, 0)], -1)
+
+
+def _match_apart(r_group, r_time, p_group, p_time, p_conf, n_groups, tol, rtol, det, res, near, other_conf):
+    """:func:`match_groups` one group at a time on raw times, for spans too wide to shift groups apart.
+
+    No key is formed: times stay as given (anywhere in int64), and the windows
+    saturate at the int64 limits.
+    """
+    r_bounds = np.searchsorted(r_group, np.arange(n_groups + 1))  # arrivals are sorted by (group, time)
+    p_by = np.argsort(p_group, kind="stable")  # canonical order kept within each group
+    p_bounds = np.searchsorted(p_group[p_by], np.arange(n_groups + 1))
+    sorted_picks = []
+    for g in range(n_groups):
+        pm = p_by[p_bounds[g]:p_bounds[g + 1]]
+        by_time = np.argsort(p_time[pm], kind="stable")
+        sorted_picks.append((p_time[pm][by_time], pm[by_time]))
+    for g in range(n_groups):
+        rm = np.arange(r_bounds[g], r_bounds[g + 1])
+        key, pos = sorted_picks[g]
+        if rm.size and key.size:
+            _match_batch(r_time[rm], rm, key, pos, tol, rtol, det, res, near)
+        other_key, other_pos = sorted_picks[g ^ 1]
+        if rm.size and other_key.size:
+            lo, hi = windows(other_key, r_time[rm], tol)
+            other_conf[rm] = range_max(p_conf[other_pos], lo, hi)

@@ -1,0 +1,175 @@
+"""Station results stacked as arrays, and how two stacks combine (the tree reduction of the engine).
+
+A scoring task returns a :class:`Partial`: for each dataset, the
+:class:`~pickscale.kernel.StationResult` of every station it scored, stacked
+along a leading station axis (:class:`StationStack`), and the dataset's fine
+curve summed.  Partials combine on the workers (:func:`combine_partials`, a
+tree of fan-in :data:`FAN_IN`), so the client receives one partial of plain
+arrays — never one Python object per station, never anything per pick.
+
+How each field combines is declared once, in :mod:`pickscale.kernel.combine`:
+the fields kept per station (:data:`~pickscale.kernel.combine.PER_STATION`) get
+a leading station axis, the residual pairs are concatenated, the fine curve is
+summed per dataset.  A station seen in several stacks (its time blocks) is
+merged by :func:`~pickscale.kernel.merge_results`, bit for bit as if scored
+whole; other stations are disjoint across partitions and simply concatenated.
+
+Examples
+--------
+>>> from pickscale.kernel import score_station
+>>> from pickscale.options import Options
+>>> o = Options(thresholds=[0.5])
+>>> r = score_station([0], [0], [0], [0], [1], [0.9], n_models=1, options=o)
+>>> a = Partial.of([(0, 7, r)], fine={})
+>>> b = Partial.of([(0, 3, r), (0, 7, r)], fine={})
+>>> ab = combine_partials(a, b)
+>>> ab.stacks[0].keys.tolist(), ab.stacks[0].fields["matched"][:, 0, 0, 0].tolist()
+([3, 7], [1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .combine import PER_STATION, Kind, add_fine, of_kind
+from .station import StationResult, merge_results
+
+__all__ = ["StationStack", "Partial", "combine_partials", "complete", "FAN_IN"]
+
+#: Partials combined per reduction task.
+FAN_IN = 8
+
+_PAIRS = of_kind(Kind.PAIRS)
+
+
+@dataclass
+class StationStack:
+    """Results of several stations of one dataset.
+
+    Attributes
+    ----------
+    keys
+        (S,) int64 station keys (rows of the work plan's station table), ascending and unique.
+    fields
+        Every :class:`StationResult` count, with a leading station axis (S, ...).
+    pair_key
+        (K,) int64: the station key of each residual pair; pairs are grouped by
+        station in ``keys`` order, each station's in the kernel's canonical order.
+    pairs
+        ``pair_model``, ``pair_phase``, ``pair_residual_ns``, ``pair_conf`` (K,).
+    """
+
+    keys: np.ndarray
+    fields: dict[str, np.ndarray]
+    pair_key: np.ndarray
+    pairs: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, items: list[tuple[int, StationResult]]) -> StationStack:
+        """Stack station results (distinct keys, any order)."""
+        items = sorted(items, key=lambda kr: kr[0])
+        results = [r for _, r in items]
+        keys = np.array([k for k, _ in items], dtype=np.int64)
+        return cls(
+            keys=keys,
+            fields={name: np.stack([getattr(r, name) for r in results]) for name in PER_STATION},
+            pair_key=np.repeat(keys, [r.pair_model.size for r in results]),
+            pairs={name: np.concatenate([getattr(r, name) for r in results]) for name in _PAIRS},
+        )
+
+    def result(self, i: int, *, with_pairs: bool = True) -> StationResult:
+        """The :class:`StationResult` of row ``i`` (its fine curve empty).
+
+        The pairs are looked up by key: every pair of that station, or none.
+        """
+        lo, hi = np.searchsorted(self.pair_key, [self.keys[i], self.keys[i] + 1]) if with_pairs else (0, 0)
+        empty = np.zeros(0, dtype=np.int64)
+        return StationResult(**{name: empty for name in of_kind(Kind.FINE)},
+                             **{name: values[i] for name, values in self.fields.items()},
+                             **{name: values[lo:hi] for name, values in self.pairs.items()})
+
+    @classmethod
+    def concat(cls, stacks: list[StationStack]) -> StationStack:
+        """One stack of all stations; a station in several stacks (time blocks) is merged."""
+        if len(stacks) == 1:
+            return stacks[0]
+        keys = np.concatenate([s.keys for s in stacks])
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        # Pairs follow their station: a stable sort by key keeps each station's canonical order.
+        pair_key = np.concatenate([s.pair_key for s in stacks])
+        p_order = np.argsort(pair_key, kind="stable")
+        out = cls(keys=keys,
+                  fields={n: np.concatenate([s.fields[n] for s in stacks])[order] for n in PER_STATION},
+                  pair_key=pair_key[p_order],
+                  pairs={n: np.concatenate([s.pairs[n] for s in stacks])[p_order] for n in _PAIRS})
+        repeated = np.flatnonzero(keys[1:] == keys[:-1])
+        return out if not repeated.size else out._merge_repeated(np.unique(keys[repeated]))
+
+    def _merge_repeated(self, repeated: np.ndarray) -> StationStack:
+        # Only stations cut into time blocks repeat: few, so one merge_results each.
+        rows = np.isin(self.keys, repeated)
+        merged = []
+        for k in repeated:
+            # The station's pairs are all looked up with its first row, and only there.
+            first, *others = np.flatnonzero(self.keys == k).tolist()
+            merged.append((int(k), merge_results([self.result(first)]
+                                                 + [self.result(i, with_pairs=False) for i in others])))
+        rest = self._take(np.flatnonzero(~rows))
+        return StationStack.concat([rest, StationStack.of(merged)])
+
+    def _take(self, rows: np.ndarray) -> StationStack:
+        keep = np.isin(self.pair_key, self.keys[rows])
+        return StationStack(keys=self.keys[rows], fields={n: v[rows] for n, v in self.fields.items()},
+                            pair_key=self.pair_key[keep], pairs={n: v[keep] for n, v in self.pairs.items()})
+
+
+@dataclass
+class Partial:
+    """What scoring tasks return and reduction tasks combine: per dataset code, a stack and its fine curve."""
+
+    stacks: dict[int, StationStack]
+    fine: dict[int, tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[int, int, StationResult]],
+           fine: dict[int, tuple[np.ndarray, np.ndarray]]) -> Partial:
+        """From ``(dataset code, station key, result)`` triples; blocks of one station are merged."""
+        by_dataset: dict[int, dict[int, list[StationResult]]] = {}
+        for d, key, result in items:
+            by_dataset.setdefault(d, {}).setdefault(key, []).append(result)
+        stacks = {d: StationStack.of([(k, merge_results(rs)) for k, rs in sorted(per.items())])
+                  for d, per in by_dataset.items()}
+        return cls(stacks=stacks, fine=fine)
+
+
+def combine_partials(*partials: Partial) -> Partial:
+    """Combine partials (one node of the reduction tree): stations stacked, blocks merged, fine curves summed."""
+    stacks: dict[int, list[StationStack]] = {}
+    fine: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for p in partials:
+        for d, s in p.stacks.items():
+            stacks.setdefault(d, []).append(s)
+        for d, (fe, fm) in p.fine.items():
+            fine[d] = add_fine(fine[d], (fe, fm)) if d in fine else (fe, fm)
+    return Partial(stacks={d: StationStack.concat(ss) for d, ss in sorted(stacks.items())}, fine=fine)
+
+
+def complete(stack: StationStack | None, keys: np.ndarray, zero: StationResult) -> StationStack:
+    """``stack`` with a row for each of ``keys``: a station no task returned (nothing to score) gets ``zero``."""
+    have = stack.keys if stack is not None else np.zeros(0, np.int64)
+    missing = np.setdiff1d(keys, have)
+    if not missing.size and stack is not None:
+        return stack
+    filler = StationStack.of([(int(k), zero) for k in missing]) if missing.size else None
+    parts = [s for s in (stack, filler) if s is not None]
+    if not parts:  # no station at all
+        return StationStack(keys=np.zeros(0, np.int64),
+                            fields={n: np.zeros((0,) + getattr(zero, n).shape, getattr(zero, n).dtype)
+                                    for n in PER_STATION},
+                            pair_key=np.zeros(0, np.int64),
+                            pairs={n: np.zeros(0, getattr(zero, n).dtype) for n in _PAIRS})
+    return StationStack.concat(parts)

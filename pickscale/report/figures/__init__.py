@@ -1,0 +1,79 @@
+"""Figures of a pickscale results Dataset.
+
+Every figure is a function of the results Dataset alone (what
+:func:`pickscale.score` returns or :func:`pickscale.open_results` reads back)
+and returns a :class:`matplotlib.figure.Figure`.  Nothing here touches pyplot's
+global state: figures are plain ``Figure`` objects, so building many of them
+does not accumulate open windows, and the caller decides how to show or save
+them (``fig.savefig(...)``, or :func:`save_figures`).
+
+The figures make one argument between them.  A shared confidence threshold
+reads each model at a different operating point, because each model's
+confidence sits on its own scale (:func:`reliability`); so recall at the
+shared threshold measures how liberal a model is as much as how good it is
+(:func:`recall_treatments`, :func:`operating_curves`).  Onset time is a
+separate question with its own, wider tolerance (:func:`timing`,
+:func:`residuals`), and where a model fails is a question about stations
+(:func:`stations`).
+
+Naming follows SPEC §4: quantities that depend on a false-positive count carry
+``_lb`` (a lower bound, because the analyst did not mark every arrival) unless
+the Dataset was scored with ``exhaustive=True``.
+
+The package, one module per figure family; each figure's data selection
+(a function returning the numbers it draws, nothing drawn) sits next to its
+drawing:
+
+:mod:`~pickscale.report.figures.detection`
+    :func:`recall_treatments` (:func:`~.detection.recall_bars`) and
+    :func:`operating_curves` (:func:`~.detection.curves`);
+:mod:`~pickscale.report.figures.onsets`
+    :func:`timing` (:func:`~.onsets.onset_errors`) and
+    :func:`residuals` (:func:`~.onsets.residual_histograms`);
+:mod:`~pickscale.report.figures.calibration`
+    :func:`reliability` (:func:`~.calibration.calibration_curves`);
+:mod:`~pickscale.report.figures.station_recall`
+    :func:`stations` (:func:`~.station_recall.station_rows`);
+:mod:`~pickscale.report.figures.selection`
+    data selection shared by all: options, subsets, which models to show;
+:mod:`~pickscale.report.figures.style`
+    colours, line styles, the rc style, number formats, captions;
+:mod:`~pickscale.report.figures.build`
+    :func:`figures` and :func:`save_figures`.
+
+(The modules are not named after the figures, so that a figure function
+never hides a module of the same name.)  ``pickscale.plot`` re-exports the
+public names, for one release.
+
+Example
+-------
+>>> import pickscale
+>>> from pickscale.report import figures
+>>> from pickscale.demo import catalogue
+>>> ds = pickscale.score(*catalogue())                           # doctest: +SKIP
+>>> figs = figures.figures(ds)                                    # doctest: +SKIP
+>>> figures.save_figures(ds, "figures", format="svg")             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .build import FIGURES, figures, save_figures
+from .calibration import reliability
+from .detection import operating_curves, recall_treatments
+from .onsets import residuals, timing
+from .station_recall import stations
+from .style import model_colors, model_styles
+
+__all__ = [
+    "FIGURES",
+    "model_colors",
+    "model_styles",
+    "recall_treatments",
+    "operating_curves",
+    "timing",
+    "residuals",
+    "reliability",
+    "stations",
+    "figures",
+    "save_figures",
+]

@@ -1,0 +1,132 @@
+"""Every figure of a results Dataset, by name, and writing them to files.
+
+Examples
+--------
+>>> FIGURES[:2]
+('recall_treatments', 'operating_curves')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import matplotlib as mpl
+import xarray as xr
+from matplotlib.figure import Figure
+
+from .calibration import reliability
+from .detection import operating_curves, recall_treatments
+from .onsets import residuals, timing
+from .station_recall import stations
+from .style import STYLE
+
+__all__ = ["FIGURES", "figures", "save_figures"]
+
+#: Names of the figures :func:`figures` builds, in reading order.
+FIGURES: tuple[str, ...] = ("recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations")
+
+_BUILDERS: dict[str, Callable[..., Figure]] = {
+    "recall_treatments": recall_treatments,
+    "operating_curves": operating_curves,
+    "timing": timing,
+    "residuals": residuals,
+    "reliability": reliability,
+    "stations": stations,
+}
+
+
+def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, Figure]:
+    """Every figure of a results Dataset, by name.
+
+    Parameters
+    ----------
+    ds
+        A pickscale results Dataset.
+    names
+        Which figures (default: all of :data:`FIGURES`, in that order).
+
+    Returns
+    -------
+    dict
+        ``{name: Figure}``.
+
+    Examples
+    --------
+    >>> import pickscale, pickscale.report.figures
+    >>> ds = pickscale.open_results("run/results.zarr")      # doctest: +SKIP
+    >>> sorted(pickscale.report.figures.figures(ds))                    # doctest: +SKIP
+    ['operating_curves', 'recall_treatments', 'reliability', 'residuals', 'stations', 'timing']
+    """
+    chosen = list(FIGURES if names is None else names)
+    unknown = [n for n in chosen if n not in _BUILDERS]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}")
+    return {name: _BUILDERS[name](ds) for name in chosen}
+
+
+def save_figures(
+    ds: xr.Dataset,
+    out_dir: str | Path,
+    *,
+    format: str = "png",
+    dpi: float = 150,
+    names: Sequence[str] | None = None,
+) -> list[Path]:
+    """Write every figure to ``out_dir/<name>.<format>``; return the paths.
+
+    Figures are built, written and released one at a time, so memory does not
+    grow with the number of figures.
+
+    Parameters
+    ----------
+    ds
+        A pickscale results Dataset.
+    out_dir
+        Folder to write into (created if missing).
+    format
+        ``"png"``, ``"svg"`` or ``"pdf"``.
+    dpi
+        Resolution of PNG output.
+    names
+        Which figures (default: all of :data:`FIGURES`).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, in :data:`FIGURES` order.
+
+    Examples
+    --------
+    >>> import pickscale, pickscale.report.figures
+    >>> ds = pickscale.open_results("run/results.zarr")                  # doctest: +SKIP
+    >>> pickscale.report.figures.save_figures(ds, "run/figures", format="pdf")      # doctest: +SKIP
+    [PosixPath('run/figures/recall_treatments.pdf'), ...]
+    """
+    fmt = format.lower().lstrip(".")
+    if fmt not in ("png", "svg", "pdf"):
+        raise ValueError(f"format must be 'png', 'svg' or 'pdf'; got {format!r}")
+    chosen = list(FIGURES if names is None else names)
+    unknown = [n for n in chosen if n not in _BUILDERS]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in chosen:
+        fig = _BUILDERS[name](ds)
+        path = out / f"{name}.{fmt}"
+        with mpl.rc_context(STYLE):
+            fig.savefig(path, format=fmt, dpi=dpi, metadata=_metadata(fmt, name))
+        fig.clear()  # a plain Figure is not registered with pyplot: clearing it releases it
+        paths.append(path)
+    return paths
+
+
+def _metadata(fmt: str, name: str) -> dict[str, str]:
+    title = f"pickscale: {name}"
+    if fmt == "png":
+        return {"Title": title, "Software": "pickscale"}
+    if fmt == "pdf":
+        return {"Title": title, "Creator": "pickscale"}
+    return {"Title": title}

@@ -1,0 +1,292 @@
+"""The output folder of ``pickscale score`` and ``pickscale report``: tables, figures and their marker.
+
+What pickscale writes in an output folder besides results.zarr: the SPEC §8 tables, the figures (in any of
+the three formats) and, last, OUTPUTS_MARKER, which names the results store the tables and figures come
+from (a fingerprint of its metadata) and whether they were all put in place.  Tables and figures are first
+written to a hidden folder inside --out and then moved into place file by file; before the first move the
+marker is rewritten as "not complete", listing every file the run may leave.  So after a kill at any point
+the outputs are either complete and name the store they come from, or recognisably out of date (marker
+not complete, or naming another store, or a store that is gone); `pickscale report` and the next
+`pickscale score` replace or remove such out-of-date files without --overwrite.  Any other existing file
+with one of these names is replaced only with --overwrite; no other file is ever touched.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> output_names()[:2], OUTPUTS_MARKER in output_names()
+(['detection.csv', 'timing.csv'], True)
+>>> stale_outputs(pathlib.Path(tempfile.mkdtemp()))
+[]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import StoreError
+from .tables import PRINTED, TABLE_NAMES, format_table, tables, write_tables
+
+if TYPE_CHECKING:  # imported on use: `import pickscale` stays light
+    import pandas as pd
+    import xarray as xr
+
+__all__ = [
+    "OUTPUTS_MARKER",
+    "FIGURE_FORMATS",
+    "output_names",
+    "store_fingerprint",
+    "stale_outputs",
+    "check_outputs",
+    "cleanup_output_temporaries",
+    "write_report",
+    "print_tables",
+]
+
+OUTPUTS_MARKER = "pickscale-outputs.json"
+FIGURE_FORMATS = ("png", "svg", "pdf")
+_OUTPUTS_TMP = ".pickscale-outputs.tmp-"
+
+
+def output_names() -> list[str]:
+    """Every file ``score``/``report`` may write or remove in an output folder, besides ``results.zarr``."""
+    from .figures import FIGURES  # (matplotlib: imported on use)
+
+    return ([f"{name}.csv" for name in TABLE_NAMES]
+            + [f"figures/{name}.{fmt}" for name in FIGURES for fmt in FIGURE_FORMATS] + [OUTPUTS_MARKER])
+
+
+def store_fingerprint(store: Path) -> str:
+    """Identity of a results store: a hash of its root metadata (attributes with ``created``, options,
+    inputs) and of its manifest; it survives copying the store, and differs for every new store."""
+    from ..store import MANIFEST
+
+    h = hashlib.sha256()
+    for name in ("zarr.json", MANIFEST):
+        try:
+            h.update((Path(store) / name).read_bytes())
+        except OSError:
+            h.update(b"-")
+    return h.hexdigest()
+
+
+def _read_marker(out_dir: Path) -> dict[str, Any] | None:
+    try:
+        marker = json.loads((out_dir / OUTPUTS_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) and marker.get("pickscale_outputs") == 1 else None
+
+
+def _marker_store(out_dir: Path, marker: dict[str, Any]) -> Path:
+    return Path(os.path.abspath(out_dir / str(marker.get("store", ""))))
+
+
+def stale_outputs(out_dir: Path) -> list[str]:
+    """The files of ``out_dir`` that pickscale wrote and that are out of date.
+
+    Those its marker lists when the marker says they were not all put in place, or names a results store
+    that is gone or has since been replaced.  Names outside :func:`output_names` are never returned.
+    """
+    marker = _read_marker(out_dir)
+    if marker is None:
+        return []
+    store = _marker_store(out_dir, marker)
+    current = (marker.get("complete") is True and store.is_dir()
+               and marker.get("store_fingerprint") == store_fingerprint(store))
+    if current:
+        return []
+    owned = set(output_names())
+    listed = [f for f in marker.get("files", []) if isinstance(f, str) and f in owned]
+    return sorted(f for f in {*listed, OUTPUTS_MARKER} if os.path.lexists(out_dir / f))
+
+
+def check_outputs(out_dir: Path, overwrite: bool, *, also: Sequence[str] = ()) -> None:
+    """Refuse, before any work, to replace a file pickscale would write or remove, unless ``overwrite``.
+
+    ``also``: further names the command writes (``demo``'s inputs).  Out-of-date outputs of an earlier run
+    (:func:`stale_outputs`) are not in the way.  A folder where a file is expected is never replaced.
+    """
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        return
+    if os.path.lexists(out_dir / "figures") and not (out_dir / "figures").is_dir():
+        raise StoreError(f"{out_dir / 'figures'} is a file, not a folder: pickscale writes its figures there; "
+                         "move it away, or choose another --out.")
+    names = [*output_names(), *also]
+    folders = [n for n in names if (out_dir / n).is_dir() and not (out_dir / n).is_symlink()]
+    if folders:
+        raise StoreError(f"--out {out_dir} holds folders where pickscale writes files: {_listing(folders)}; "
+                         "pickscale never replaces them (not even with --overwrite): move them away, or "
+                         "choose another --out.")
+    if overwrite:
+        return
+    stale = set(stale_outputs(out_dir))
+    existing = [n for n in names if os.path.lexists(out_dir / n) and n not in stale]
+    if existing:
+        raise StoreError(f"--out {out_dir} already holds files that pickscale writes: {_listing(existing)}; "
+                         "pass --overwrite to replace them (pickscale replaces only its own files and never "
+                         "deletes any other), or choose another --out.")
+
+
+def _listing(names: Sequence[str], most: int = 8) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" … ({len(names)} in all)" if len(names) > most else "")
+
+
+def _write_marker(out_dir: Path, record: dict[str, Any]) -> None:
+    path = out_dir / OUTPUTS_MARKER
+    tmp = out_dir / f".{OUTPUTS_MARKER}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(record, indent=1) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def cleanup_output_temporaries(out_dir: Path) -> list[Path]:
+    """Remove the hidden folders in which runs that died were writing tables and figures."""
+    removed: list[Path] = []
+    try:
+        entries = list(Path(out_dir).iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        m = re.fullmatch(re.escape(_OUTPUTS_TMP) + r"(\d+)-[0-9a-f]+", path.name)
+        if m and path.is_dir() and not path.is_symlink() and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _commit_outputs(tmp: Path, out_dir: Path, new: list[str], store: Path | None) -> list[str]:
+    """Move the files written in ``tmp`` into ``out_dir``; remove pickscale's files this run did not write.
+
+    Returns the names removed.
+    """
+    owned = output_names()
+    previous = [n for n in owned if n != OUTPUTS_MARKER and os.path.lexists(out_dir / n)]
+    record = {
+        "pickscale_outputs": 1,
+        "complete": False,
+        "pickscale_version": __version__,
+        "store": os.path.relpath(store, out_dir) if store is not None else None,
+        "store_fingerprint": store_fingerprint(store) if store is not None else None,
+        "store_created": _store_created(store),
+        "files": sorted(set(new) | set(previous)),
+    }
+    _write_marker(out_dir, record)  # from here until the end, the outputs are recognisably out of date
+    for name in new:
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp / name, out_dir / name)
+    removed = [n for n in previous if n not in new]
+    for name in removed:
+        with contextlib.suppress(FileNotFoundError):
+            (out_dir / name).unlink()
+    if not any(n.startswith("figures/") for n in new):
+        with contextlib.suppress(OSError):
+            (out_dir / "figures").rmdir()  # only when empty
+    _fsync_folder(out_dir)
+    _fsync_folder(out_dir / "figures")
+    _write_marker(out_dir, {**record, "complete": True, "files": sorted(new)})
+    _fsync_folder(out_dir)
+    return removed
+
+
+def _store_created(store: Path | None) -> str | None:
+    if store is None:
+        return None
+    try:
+        from ..store import read_root_attrs
+
+        return read_root_attrs(Path(store)).get("created")
+    except Exception:
+        return None
+
+
+def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bool = True, quiet: bool = False,
+                 store: Path | None = None) -> None:
+    """Tables (and figures) of a results Dataset into ``out_dir``; print the summary tables.
+
+    ``pickscale score`` and ``pickscale report`` both end here, so the files
+    they write are byte-identical for the same store.  They are written to a
+    hidden folder inside ``out_dir`` first and then moved into place; figures
+    of earlier runs (any format) are removed, and ``pickscale-outputs.json``
+    names ``store``, the results store they come from (see the module's docstring).
+    """
+    out_dir = Path(out_dir)
+    frames = tables(ds)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f"{_OUTPUTS_TMP}{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        paths = write_tables(frames, tmp)
+        new = [p.name for p in paths]
+        written = list(new)
+        if figures:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            from .figures import save_figures
+
+            figs = save_figures(ds, tmp / "figures", format=fmt)
+            new += [f"figures/{p.name}" for p in figs]
+            written.append(f"figures/ ({len(figs)} {fmt})")
+        removed = _commit_outputs(tmp, out_dir, new, store)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not quiet:
+        print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
+        print(f"\nwrote {', '.join(written)} to {out_dir}")
+        if removed:
+            print(f"removed {_listing(removed)}: pickscale's files of an earlier run that this run did not "
+                  "write again")
+
+
+def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -> None:
+    """Print the summary tables (:data:`~pickscale.report.tables.PRINTED`) as ``score`` and ``report`` do."""
+    titles = {
+        "detection": "DETECTION at the shared threshold; recall_at_budget, best_threshold and ap over all thresholds",
+        "timing": "ONSET TIME at the shared threshold (residuals matched at residual_tol; gross_error_rate beyond tol)",
+        "calibration": "CALIBRATION (all picks at or above the floor)",
+        "phase_quality": "PHASE QUALITY at the shared threshold "
+                         "(a swap: an arrival found only by a pick of the other phase)",
+    }
+    for name in PRINTED:
+        print(f"\n{titles[name]}")
+        print(format_table(frames[name]))
+    if not options_exhaustive:
+        print("\n_lb = lower bound: an unmatched pick may be a real arrival the analyst never marked "
+              "(use --exhaustive if the reference marks every arrival).")

@@ -1,0 +1,231 @@
+"""From per-station counts to the results Dataset: stations stacked, datasets laid out on shared coordinates.
+
+:func:`combine` (station results) and :func:`counts_from_stack` (a
+:class:`~pickscale.kernel.StationStack` from the engine) stack the additive
+results of one dataset along a ``station`` axis sorted by name, each field as
+:mod:`pickscale.kernel.combine` declares it; :func:`assemble` lays every
+dataset out on shared coordinates (the dims of
+:data:`~pickscale.results.variables.VARIABLES`) and derives the metrics
+(:func:`~pickscale.results.derive`).
+
+Counts keep the ``station`` dimension, so per-station views are a ``.sel``
+away and totals are ``.sum("station")`` in canonical (sorted) order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..kernel import FIELDS, PAIR_KEY, Kind, StationResult, StationStack, add_fine
+from ..options import N_BINS, PHASES, Options
+from .derived import derive
+from .variables import STATION_FIELDS, VARIABLES
+
+__all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
+
+
+@dataclass
+class DatasetCounts:
+    """Everything additive for one dataset, after its stations are combined.
+
+    ``counts[name]`` has the dataset's models on the model axis and stations
+    (sorted) on the last axis; pair arrays hold dataset-local model indices.
+    """
+
+    stations: list[str]
+    models: list[str]
+    n_reference: np.ndarray  # (2, S)
+    counts: dict[str, np.ndarray]
+    fine_emitted: np.ndarray  # (M, 2, F)
+    fine_matched: np.ndarray
+    pairs: dict[str, np.ndarray] = field(default_factory=dict)  # model, phase, station, residual_ns, conf
+
+
+def combine(
+    stations: Iterable[tuple[str, StationResult]],
+    *,
+    models: list[str],
+    options: Options,
+    with_fine: bool = True,
+) -> DatasetCounts:
+    """Stack one dataset's station results (any order) along a sorted station axis.
+
+    The stations are stacked as the engine stacks them
+    (:class:`~pickscale.kernel.StationStack`), then laid out by
+    :func:`counts_from_stack`.  With ``with_fine=False`` the stations' fine
+    curves are not summed (the caller summed them where they were computed
+    and sets them afterwards).
+
+    Examples
+    --------
+    >>> from pickscale.kernel import score_station
+    >>> o = Options(thresholds=[0.5])
+    >>> o.grid.tolist(), o.fine.size  # the shared threshold 0.3 joins the grid
+    ([0.3, 0.5], 701)
+    >>> r = score_station([0], [0], [0], [0], [1], [0.9], n_models=1, options=o)
+    >>> c = combine([("B", r), ("A", r)], models=["m"], options=o)
+    >>> c.stations, c.counts["matched"].shape, int(c.fine_matched.sum())
+    (['A', 'B'], (1, 2, 2, 2), 1202)
+    """
+    items = sorted(stations, key=lambda item: item[0])
+    names = [name for name, _ in items]
+    _check_unique(names)
+    if not items:
+        zero = np.zeros((len(models), 2, options.fine.size), dtype=np.int64)
+        return DatasetCounts([], list(models), np.zeros((2, 0), dtype=np.int64), {}, zero, zero.copy(), {})
+    results = [r for _, r in items]
+    fine = add_fine(*[(r.fine_emitted, r.fine_matched) for r in results]) if with_fine else None
+    return counts_from_stack(StationStack.of(list(enumerate(results))), names=np.array(names, dtype=object),
+                             models=models, options=options, fine=fine)
+
+
+def counts_from_stack(
+    stack: StationStack,
+    *,
+    names: np.ndarray,
+    models: list[str],
+    options: Options,
+    fine: tuple[np.ndarray, np.ndarray] | None,
+) -> DatasetCounts:
+    """One dataset's counts from a :class:`~pickscale.kernel.StationStack` (``names[i]`` = row i's station).
+
+    Stations sorted by name on the last axis, built from arrays without one
+    object per station; ``fine`` is the dataset's fine curve (zeros if None).
+    """
+    names = np.asarray(names, dtype=object)
+    _check_unique(names.tolist())
+    order = np.argsort(names, kind="stable")
+    position = np.empty(order.size, dtype=np.int32)
+    position[order] = np.arange(order.size, dtype=np.int32)
+    counts = {name: np.moveaxis(stack.fields[name][order], 0, -1) for name in STATION_FIELDS}
+    n_reference = np.moveaxis(stack.fields["n_reference"][order], 0, -1)
+    # Pairs grouped by station in key order: regroup them in name order, each station's order kept.
+    pair_station = position[np.searchsorted(stack.keys, stack.pair_key)]
+    p_order = np.argsort(pair_station, kind="stable")
+    pairs = {name.removeprefix("pair_"): stack.pairs[name][p_order] for name in PAIR_KEY} if names.size else {}
+    if names.size:
+        pairs["station"] = pair_station[p_order]
+    shape = (len(models), 2, options.fine.size)
+    fe, fm = fine if fine is not None else (np.zeros(shape, np.int64), np.zeros(shape, np.int64))
+    return DatasetCounts([str(n) for n in names[order]], list(models), n_reference, counts,
+                         np.asarray(fe, dtype=np.int64), np.asarray(fm, dtype=np.int64), pairs)
+
+
+def _check_unique(names: list[str]) -> None:
+    if len(set(names)) != len(names):
+        raise RuntimeError("internal error: a station was scored twice; the partitioning is wrong")
+
+
+# The Dataset's variables in the order it holds them (what is read off a store follows it).
+_ORDER = ("n_reference", "model_present", "station_scored", "fine_emitted", "fine_matched", "pair_dataset",
+          "pair_model", "pair_phase", "pair_station", "residual", "pair_conf", *STATION_FIELDS)
+
+
+def assemble(
+    per_dataset: Mapping[str, DatasetCounts],
+    *,
+    options: Options,
+    attrs: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """Lay every dataset's counts on shared coordinates and derive the metrics.
+
+    Coordinates are sorted in code-point order.  Counts of a (dataset, model)
+    or (dataset, station) that does not exist are 0, and the coverage
+    variables ``model_present`` and ``station_scored`` say so, so "no data" is
+    never mistaken for 0.
+    """
+    datasets = sorted(per_dataset)
+    models = sorted({m for c in per_dataset.values() for m in c.models})
+    stations = sorted({s for c in per_dataset.values() for s in c.stations})
+    data, pair_parts = _lay_out([per_dataset[d] for d in datasets], models, stations, options)
+    pairs = _canonical_pairs(pair_parts)
+    data.update({"pair_" + key: pairs[key] for key in ("dataset", "model", "phase", "station", "conf")})
+    data["residual"] = pairs["residual_ns"] / 1e9
+    coords = {
+        "dataset": np.array(datasets, dtype=object),
+        "model": np.array(models, dtype=object),
+        "phase": np.array(PHASES, dtype=object),
+        "threshold": options.grid.copy(),
+        "fine_threshold": options.fine.copy(),
+        "station": np.array(stations, dtype=object),
+        "bin": np.arange(N_BINS, dtype=np.int64),
+    }
+    ds = xr.Dataset({name: (VARIABLES[name].dims, data[name]) for name in _ORDER}, coords=coords)
+    ds.attrs.update(dict(attrs or {}))
+    ds.attrs["options"] = options.to_attrs()
+    return derive(ds, options=options, residual_ns=pairs["residual_ns"])
+
+
+def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str],
+             options: Options) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]]]:
+    """The count and coverage arrays on the shared coordinates, and each dataset's pairs in global indices."""
+    sizes = {"dataset": len(counts), "model": len(models), "phase": 2, "threshold": options.grid.size,
+             "fine_threshold": options.fine.size, "station": len(stations), "bin": N_BINS}
+    m_index = {m: i for i, m in enumerate(models)}
+    s_index = {s: i for i, s in enumerate(stations)}
+    data = {name: np.zeros(tuple(sizes[d] for d in VARIABLES[name].dims),
+                           dtype=np.float64 if FIELDS[name] is Kind.DERIVED else np.int64)
+            for name in ("n_reference", "fine_emitted", "fine_matched", *STATION_FIELDS)}
+    for name in ("model_present", "station_scored"):
+        data[name] = np.zeros(tuple(sizes[d] for d in VARIABLES[name].dims), dtype=bool)
+    pair_parts: list[dict[str, np.ndarray]] = []
+    for d, c in enumerate(counts):
+        mi = np.array([m_index[m] for m in c.models], dtype=np.int64)
+        si = np.array([s_index[s] for s in c.stations], dtype=np.int64)
+        data["model_present"][d, mi] = True
+        data["station_scored"][d, si] = True
+        if si.size:
+            data["n_reference"][d][:, si] = c.n_reference
+            for key in STATION_FIELDS:
+                data[key][d][np.ix_(mi, *[np.arange(n) for n in c.counts[key].shape[1:-1]], si)] = c.counts[key]
+        if mi.size:
+            data["fine_emitted"][d, mi] = c.fine_emitted
+            data["fine_matched"][d, mi] = c.fine_matched
+        if c.pairs and c.pairs["model"].size:
+            pair_parts.append({
+                "dataset": np.full(c.pairs["model"].size, d, dtype=np.int32),
+                "model": mi[c.pairs["model"]].astype(np.int32),
+                "phase": c.pairs["phase"].astype(np.int8),
+                "station": si[c.pairs["station"]].astype(np.int32),
+                "residual_ns": c.pairs["residual_ns"],
+                "conf": c.pairs["conf"],
+            })
+    return data, pair_parts
+
+
+def _canonical_pairs(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    keys = ("dataset", "model", "phase", "station", "residual_ns", "conf")
+    dtypes = (np.int32, np.int32, np.int8, np.int32, np.int64, np.float64)
+    if not parts:
+        return {k: np.zeros(0, dtype=t) for k, t in zip(keys, dtypes)}
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    # The parts come in (dataset, station) order, each sorted by (model, phase, residual, conf):
+    # a stable sort on the small (dataset, model, phase) key is then the whole canonical order
+    # (a radix sort when the key fits 16 bits).  Checked, with the full sort as the fallback.
+    n_models = int(cat["model"].max()) + 1 if cat["model"].size else 1
+    group = (cat["dataset"].astype(np.int64) * n_models + cat["model"]) * 2 + cat["phase"]
+    if group.size and group.max() < np.iinfo(np.int16).max:
+        group = group.astype(np.int16)
+    order = np.argsort(group, kind="stable")
+    out = {k: cat[k][order] for k in keys}
+    if not _lex_sorted([out[k] for k in keys]):
+        order = np.lexsort(tuple(cat[k] for k in reversed(keys)))
+        out = {k: cat[k][order] for k in keys}
+    return out
+
+
+def _lex_sorted(columns: list[np.ndarray]) -> bool:
+    """True when the rows (one value per column) are in ascending lexicographic order."""
+    if columns[0].size < 2:
+        return True
+    undecided = np.ones(columns[0].size - 1, dtype=bool)  # rows equal on every column so far
+    for c in columns:
+        if (undecided & (c[:-1] > c[1:])).any():
+            return False
+        undecided &= c[:-1] == c[1:]
+    return True

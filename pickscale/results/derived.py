@@ -1,0 +1,132 @@
+"""Every SPEC metric derived from the counts, with plain xarray arithmetic.
+
+Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
+curve readings (§7): the numpy kernels of :mod:`pickscale.metrics`, applied
+to station totals (``.sum("station")``, in canonical station order) through
+``xarray.apply_ufunc``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..metrics import calibration, curves, detection, timing
+from ..options import Options
+from .variables import describe, metric_name
+
+__all__ = ["derive"]
+
+
+def _ufunc(func, *args):
+    return xr.apply_ufunc(func, *args)
+
+
+def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None = None) -> xr.Dataset:
+    """Add every SPEC metric, derived from the counts in ``ds``.
+
+    Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
+    curve readings (§7).  Metrics of a model absent from a dataset are NaN.
+    """
+    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
+    present = ds.model_present
+    tot = {k: ds[k].sum("station") for k in ("emitted", "matched", "duplicates", "swapped")}
+    n_ref = ds.n_reference.sum("station")
+    out: dict[str, xr.DataArray] = {}
+
+    out["recall"] = _ufunc(detection.recall, tot["matched"], n_ref)
+    out[lb("precision_lb")] = _ufunc(detection.precision, tot["matched"], tot["emitted"])
+    out[lb("f1_lb")] = _ufunc(detection.f1, tot["matched"], n_ref, tot["emitted"])
+    out["extra_rate"] = _ufunc(detection.extra_rate, tot["emitted"], tot["matched"], n_ref)
+    out["duplicate_rate"] = _ufunc(detection.duplicate_rate, tot["duplicates"], tot["matched"])
+    out["swap_rate"] = _ufunc(
+        detection.swap_rate,
+        tot["swapped"].sel(phase="P", drop=True), tot["swapped"].sel(phase="S", drop=True),
+        n_ref.sel(phase="P", drop=True), n_ref.sel(phase="S", drop=True),
+    )
+
+    out.update(_timing(ds, options, residual_ns))
+
+    cal_n = ds.cal_n.sum("station")
+    n_cal, mean_conf, observed = calibration.reliability(
+        cal_n.values, ds.cal_conf.sum("station").values, ds.cal_hits.sum("station").values
+    )
+    out["mean_conf"] = xr.DataArray(mean_conf, dims=cal_n.dims)
+    out[lb("observed_lb")] = xr.DataArray(observed, dims=cal_n.dims)
+    out[lb("ece_lb")] = xr.apply_ufunc(
+        calibration.ece, cal_n, ds.cal_conf.sum("station"), ds.cal_hits.sum("station"),
+        input_core_dims=[["bin"]] * 3,
+    )
+    out[lb("brier_lb")] = _ufunc(calibration.brier, ds.brier_sum.sum("station"), cal_n.sum("bin"))
+
+    out.update(_readings(ds, options, tot, n_ref, out))
+
+    derived = xr.Dataset(out)
+    for name in derived.data_vars:
+        # Integer counts stay integers (0 for an absent model; model_present says so).
+        if "model" in derived[name].dims and derived[name].dtype.kind == "f":
+            derived[name] = derived[name].where(present)
+    result = ds.assign(derived.data_vars)
+    return describe(result, options)
+
+
+def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) -> dict[str, xr.DataArray]:
+    nd, nm, nt = ds.sizes["dataset"], ds.sizes["model"], ds.sizes["threshold"]
+    if residual_ns is None:
+        residual_ns = np.round(ds.residual.values * 1e9).astype(np.int64)
+    stats = {name: np.full((nd, nm, 2, nt), np.nan) for name in timing.TIMING_NAMES}
+    stats["n"] = np.zeros((nd, nm, 2, nt), dtype=np.int64)
+    key = (ds.pair_dataset.values.astype(np.int64) * nm + ds.pair_model.values) * 2 + ds.pair_phase.values
+    conf = ds.pair_conf.values
+    # Pairs are sorted by (dataset, model, phase, …): each group is one contiguous run.
+    bounds = np.flatnonzero(np.diff(key)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
+        if hi <= lo:
+            continue
+        g = int(key[lo])
+        d, m, p = g // (nm * 2), (g // 2) % nm, g % 2
+        sweep = timing.timing_sweep(residual_ns[lo:hi], conf[lo:hi], options.grid, tol=options.tol)
+        for name in timing.TIMING_NAMES:
+            stats[name][d, m, p] = sweep[name]
+    dims = ("dataset", "model", "phase", "threshold")
+    return {name: xr.DataArray(values, dims=dims) for name, values in stats.items()}
+
+
+def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
+    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
+    nd, nm = ds.sizes["dataset"], ds.sizes["model"]
+    present = ds.model_present.values
+    emitted_floor = tot["emitted"].isel(threshold=0).values  # (d, m, p)
+    n_ref_v = n_ref.values  # (d, p)
+    budget = np.zeros((nd, 2), dtype=np.int64)
+    for d in range(nd):
+        for p in range(2):
+            if options.budget is not None:
+                budget[d, p] = options.budget
+            else:
+                budget[d, p] = curves.default_budget(n_ref_v[d, p], emitted_floor[d, present[d], p])
+    names = ("recall_at_budget", "best_threshold", lb("f1_lb_at_best"), "recall_at_best", lb("precision_lb_at_best"))
+    values = {name: np.full((nd, nm, 2), np.nan) for name in names}
+    fe, fm = ds.fine_emitted.values, ds.fine_matched.values
+    f1v = out[lb("f1_lb")].transpose("dataset", "model", "phase", "threshold").values
+    recv = out["recall"].transpose("dataset", "model", "phase", "threshold").values
+    precv = out[lb("precision_lb")].transpose("dataset", "model", "phase", "threshold").values
+    for d in range(nd):
+        for m in range(nm):
+            if not present[d, m]:
+                continue
+            for p in range(2):
+                values["recall_at_budget"][d, m, p] = curves.recall_at_budget(
+                    fe[d, m, p], fm[d, m, p], n_ref_v[d, p], budget[d, p]
+                )
+                best = curves.best_threshold(options.grid, f1v[d, m, p], recv[d, m, p], precv[d, m, p])
+                for name, v in zip(names[1:], best):
+                    values[name][d, m, p] = v
+    result = {name: xr.DataArray(v, dims=("dataset", "model", "phase")) for name, v in values.items()}
+    result["budget"] = xr.DataArray(budget, dims=("dataset", "phase"))
+    result[lb("ap_lb")] = xr.DataArray(
+        curves.average_precision(fe, fm, n_ref_v[:, None, :]), dims=("dataset", "model", "phase")
+    )
+    return result
+
+

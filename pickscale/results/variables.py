@@ -1,0 +1,169 @@
+"""Every variable of the results Dataset: its dims, long_name, units and description, in one place.
+
+:data:`VARIABLES` is keyed by canonical name (with the ``_lb`` suffix of a
+lower bound); :func:`metric_name` gives the name a run uses.  The assembly
+lays the counts out on these dims, and :func:`describe` sets these attributes.
+
+Examples
+--------
+>>> VARIABLES["recall"].dims, VARIABLES["residual"].units
+(('dataset', 'model', 'phase', 'threshold'), 's')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..kernel import PER_STATION
+from ..options import Options
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["Variable", "VARIABLES", "COORDINATES", "STATION_FIELDS", "metric_name", "describe"]
+
+
+@dataclass(frozen=True)
+class Variable:
+    """What a variable (or coordinate) of the results is: its dims and its CF-style attributes."""
+
+    dims: tuple[str, ...]
+    long_name: str
+    units: str
+    description: str
+
+    @property
+    def attrs(self) -> dict[str, str]:
+        return {"long_name": self.long_name, "units": self.units, "description": self.description}
+
+
+_TH = "at each threshold of the sweep grid (picks with conf >= threshold)"
+_DMPT = ("dataset", "model", "phase", "threshold")
+_DMP = ("dataset", "model", "phase")
+
+#: Every data variable, by canonical name: the counts, then the metrics derived from them.
+VARIABLES: dict[str, Variable] = {
+    "n_reference": Variable(("dataset", "phase", "station"), "reference arrivals", "1",
+             "Scored reference arrivals per station and phase (SPEC §2)."),
+    "model_present": Variable(("dataset", "model"), "model ran on dataset", "1",
+             "True when the model has a pick at or above the floor at a scored station of the dataset; counts of "
+             "absent models are 0 and their metrics NaN."),
+    "station_scored": Variable(("dataset", "station"), "station scored", "1",
+             "True when the station has reference arrivals and picks in the dataset (SPEC §2)."),
+    "emitted": Variable(("dataset", "model", "phase", "threshold", "station"), "picks emitted", "1",
+             f"Picks of the model and phase, per station, {_TH}."),
+    "matched": Variable(("dataset", "model", "phase", "threshold", "station"), "picks matched", "1",
+             f"Picks in a pair of the detection matching (tol), per station, {_TH}."),
+    "duplicates": Variable(("dataset", "model", "phase", "threshold", "station"), "duplicate picks", "1",
+             f"Unmatched picks within tol of an arrival of their phase, per station, {_TH}."),
+    "swapped": Variable(("dataset", "model", "phase", "threshold", "station"), "swapped arrivals", "1",
+             "Arrivals unmatched by their own phase but within tol of a pick of the other phase, per station, "
+             f"{_TH}."),
+    "cal_n": Variable(("dataset", "model", "phase", "bin", "station"), "picks per calibration bin", "1",
+             "Picks at or above the floor in bin min(floor(conf*10), 9), per station."),
+    "cal_hits": Variable(("dataset", "model", "phase", "bin", "station"), "matched picks per calibration bin", "1",
+             "Of cal_n, the picks in a pair of the detection matching."),
+    "cal_conf": Variable(("dataset", "model", "phase", "bin", "station"), "sum of confidence per calibration bin", "1",
+             "Sum of conf over the picks of cal_n."),
+    "brier_sum": Variable(("dataset", "model", "phase", "station"), "sum of squared calibration error", "1",
+             "Sum of (conf - hit)^2 over picks at or above the floor, per station."),
+    "fine_emitted": Variable(("dataset", "model", "phase", "fine_threshold"), "picks emitted (fine curve)", "1",
+             "Picks with conf >= k/1000, summed over stations (SPEC §7)."),
+    "fine_matched": Variable(("dataset", "model", "phase", "fine_threshold"), "picks matched (fine curve)", "1",
+             "Matched picks with conf >= k/1000, summed over stations (SPEC §7)."),
+    "pair_dataset": Variable(("pair",), "dataset of pair", "1",
+             "Index into the dataset coordinate of each residual pair."),
+    "pair_model": Variable(("pair",), "model of pair", "1", "Index into the model coordinate of each residual pair."),
+    "pair_phase": Variable(("pair",), "phase of pair", "1",
+             "Index into the phase coordinate (0 = P, 1 = S) of each residual pair."),
+    "pair_station": Variable(("pair",), "station of pair", "1",
+             "Index into the station coordinate of each residual pair."),
+    "residual": Variable(("pair",), "onset residual", "s",
+             "Pick minus arrival of every pair of the residual_tol matching (integer ns difference, then seconds)."),
+    "pair_conf": Variable(("pair",), "confidence of paired pick", "1",
+             "Conf of the pick of each residual pair: the pair counts at every threshold <= pair_conf."),
+    "recall": Variable(_DMPT, "recall", "1", "matched / n_reference (SPEC §4); exact against a bulletin."),
+    "precision_lb": Variable(_DMPT, "precision (lower bound)", "1",
+             "matched / emitted; a lower bound unless the reference is exhaustive."),
+    "f1_lb": Variable(_DMPT, "F1 (lower bound)", "1",
+             "2 matched / (n_reference + emitted); 0 when nothing matched, NaN when n_reference = 0."),
+    "extra_rate": Variable(_DMPT, "extra picks per arrival", "1", "(emitted - matched) / n_reference."),
+    "duplicate_rate": Variable(_DMPT, "duplicate rate", "1", "duplicates / matched."),
+    "swap_rate": Variable(("dataset", "model", "threshold"), "phase swap rate", "1",
+             "(swapped_P + swapped_S) / (n_reference_P + n_reference_S)."),
+    "n": Variable(_DMPT, "residual pairs", "1",
+             "Pairs of the residual_tol matching with conf >= threshold (SPEC §5)."),
+    "mae": Variable(_DMPT, "mean absolute onset error", "s", "mean |residual|."),
+    "rmse": Variable(_DMPT, "root-mean-square onset error", "s", "sqrt(mean residual^2)."),
+    "medae": Variable(_DMPT, "median absolute onset error", "s", "median |residual| (exact)."),
+    "bias": Variable(_DMPT, "median onset residual", "s", "median residual: early < 0 < late (exact)."),
+    "mean": Variable(_DMPT, "mean onset residual", "s", "mean residual."),
+    "std": Variable(_DMPT, "standard deviation of onset residual", "s",
+             "sample standard deviation, ddof = 1; NaN when n < 2."),
+    "gross_error_rate": Variable(_DMPT, "gross error rate", "1", "fraction of residuals with |residual| > tol."),
+    "within_0.1": Variable(_DMPT, "fraction within 0.1 s", "1", "fraction of residuals with |residual| <= 0.1 s."),
+    "within_0.25": Variable(_DMPT, "fraction within 0.25 s", "1", "fraction of residuals with |residual| <= 0.25 s."),
+    "within_0.5": Variable(_DMPT, "fraction within 0.5 s", "1", "fraction of residuals with |residual| <= 0.5 s."),
+    "mean_conf": Variable(("dataset", "model", "phase", "bin"), "mean confidence per bin", "1",
+             "mean conf of the picks in the calibration bin (SPEC §6)."),
+    "observed_lb": Variable(("dataset", "model", "phase", "bin"), "observed frequency per bin (lower bound)", "1",
+             "fraction of the bin's picks in a detection pair."),
+    "ece_lb": Variable(_DMP, "expected calibration error (lower bound)", "1",
+             "sum over non-empty bins of n_b/N |mean_conf_b - observed_b|."),
+    "brier_lb": Variable(_DMP, "Brier score (lower bound)", "1",
+             "mean (conf - hit)^2 over picks at or above the floor."),
+    "budget": Variable(("dataset", "phase"), "matched pick budget", "1",
+             "Picks at which every model is read (SPEC §7): min(n_reference, smallest emitted at the floor) unless"
+             " set."),
+    "recall_at_budget": Variable(_DMP, "recall at the matched budget", "1",
+             "Recall interpolated on the fine curve at `budget` picks; NaN outside the model's emitted range."),
+    "best_threshold": Variable(_DMP, "own best threshold", "1", "Grid threshold with the highest f1 (lowest on ties)."),
+    "f1_lb_at_best": Variable(_DMP, "F1 at own best threshold (lower bound)", "1", "f1 at best_threshold."),
+    "recall_at_best": Variable(_DMP, "recall at own best threshold", "1", "recall at best_threshold."),
+    "precision_lb_at_best": Variable(_DMP, "precision at own best threshold (lower bound)", "1",
+             "precision at best_threshold."),
+    "ap_lb": Variable(_DMP, "average precision (lower bound)", "1",
+             "sum_k (recall_k - recall_k+1) precision_k over the fine curve."),
+}
+
+#: The coordinates that carry attributes.
+COORDINATES: dict[str, Variable] = {
+    "threshold": Variable(("threshold",), "confidence threshold", "1",
+                          "A pick survives threshold θ when conf >= θ (SPEC §2)."),
+    "fine_threshold": Variable(("fine_threshold",), "confidence threshold (fine curve)", "1",
+                               "k/1000 for floor <= k/1000 <= 1 (SPEC §7)."),
+    "bin": Variable(("bin",), "calibration bin", "1", "min(floor(conf*10), 9) (SPEC §6)."),
+}
+
+#: The per-station counts of the Dataset: the kernel's per-station fields (less the exact limbs, which stay
+#: inside the engine, and ``n_reference``, which has no model axis), with the dims between ``dataset`` and
+#: ``station``.
+STATION_FIELDS: dict[str, tuple[str, ...]] = {
+    name: VARIABLES[name].dims[1:-1] for name in PER_STATION if name in VARIABLES and name != "n_reference"
+}
+
+
+def metric_name(name: str, exhaustive: bool) -> str:
+    """SPEC §4: with an exhaustive reference the ``_lb`` suffix is dropped everywhere.
+
+    Examples
+    --------
+    >>> metric_name("f1_lb_at_best", True), metric_name("precision_lb", False)
+    ('f1_at_best', 'precision_lb')
+    """
+    return name.replace("_lb", "") if exhaustive else name
+
+
+def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
+    """Set every variable's and coordinate's ``long_name``, ``units`` and ``description`` (in place)."""
+    for canonical, variable in VARIABLES.items():
+        name = metric_name(canonical, options.exhaustive)
+        if name in ds.variables:
+            attrs = variable.attrs
+            if options.exhaustive:
+                attrs["long_name"] = attrs["long_name"].replace(" (lower bound)", "")
+            ds[name].attrs.update(attrs)
+    for name, coordinate in COORDINATES.items():
+        ds[name].attrs.update(coordinate.attrs)
+    return ds

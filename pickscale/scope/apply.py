@@ -1,0 +1,314 @@
+"""SPEC §2's one entry point: :func:`scope_from_summary` -> :class:`Scope` (what is scored, what is excluded).
+
+The engine never gathers the picks: it gives the whole (small) reference and
+a summary of the picks, combined over partitions
+(:func:`~pickscale.scope.summarise_picks`).  :func:`apply_scope` is a thin
+convenience for frames in memory: it summarises the picks, calls
+:func:`scope_from_summary` and filters them with the plan.
+
+Decisions where SPEC §2 is silent (and see :mod:`pickscale.scope.plan`)
+-----------------------------------------------------------------------
+- A dataset whose scored stations keep no arrival inside the scored span is
+  fatal (this includes spans that do not overlap at all).
+- Picks are never removed by the span: the span is defined by them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .hints import iso, nothing_left, shift_hint, span_error
+from .plan import ScopePlan, plan_scope
+from .summaries import ReferenceCodes, drop_below_floor, summarise_picks
+
+__all__ = ["Scope", "EXCLUSION_KEYS", "scope_from_summary", "apply_scope"]
+
+
+@dataclass
+class Scope:
+    """The scored rows of every dataset and what was left out.
+
+    Attributes
+    ----------
+    reference, picks
+        Normalised frames (same columns as the input) restricted to what is
+        scored: reference deduplicated, at scored stations, inside the span;
+        picks at or above the floor at scored stations.  Index 0..n-1, rows in
+        input order, dtypes as given (the engine's reference has ``Categorical``
+        text columns, possibly with unused categories: read them through
+        :func:`text_codes` or ``astype(object)``).
+    models
+        Dataset -> its models (≥1 pick at or above the floor at a scored
+        station), sorted in code-point order.
+    stations
+        Dataset -> its scored stations, sorted.
+    spans
+        Dataset -> ``(first, last)`` inclusive scored span in int64 ns
+        (first pick − residual_tol, last pick + residual_tol).
+    exclusions
+        Totals over all datasets, plain ints: ``picks_below_floor``,
+        ``reference_duplicates``, ``reference_at_unpicked_stations``,
+        ``picks_at_unreferenced_stations``, ``reference_outside_span``,
+        ``reference_in_datasets_without_picks``,
+        ``picks_in_datasets_without_reference``.
+    exclusions_by_dataset
+        The same counts per dataset (datasets of either side), plain ints.
+    warnings
+        One human-readable line per non-zero exclusion, with its count.
+    """
+
+    reference: pd.DataFrame
+    picks: pd.DataFrame
+    models: dict[str, list[str]]
+    stations: dict[str, list[str]]
+    spans: dict[str, tuple[int, int]]
+    exclusions: dict[str, int]
+    exclusions_by_dataset: dict[str, dict[str, int]]
+    warnings: list[str] = field(default_factory=list)
+    plan: ScopePlan | None = None
+    pick_summary: pd.DataFrame | None = None
+
+    @property
+    def datasets(self) -> list[str]:
+        """The scored datasets, sorted."""
+        return sorted(self.stations)
+
+
+#: Every exclusion counted, in the order of the tables.
+EXCLUSION_KEYS = (
+    "picks_below_floor",
+    "reference_duplicates",
+    "reference_in_datasets_without_picks",
+    "picks_in_datasets_without_reference",
+    "reference_at_unpicked_stations",
+    "picks_at_unreferenced_stations",
+    "reference_outside_span",
+)
+
+
+def scope_from_summary(
+    ref: pd.DataFrame,
+    pick_summary: pd.DataFrame,
+    *,
+    below_by_ds: dict[str, int],
+    floor: float,
+    residual_tol_ns: int,
+    ref_source: str = "reference",
+    picks_source: str = "picks",
+    ref_rows: dict | None = None,
+    picks_rows: dict | None = None,
+) -> Scope:
+    """SPEC §2 — the one entry point: what is scored, from the whole (small) reference and a summary of the picks.
+
+    In order: duplicate reference rows are kept once; datasets on one side
+    only are excluded (fatal if no dataset is on both sides); scored stations
+    are those with ≥1 arrival and ≥1 pick (any model, any phase) — the rest is
+    excluded; arrivals outside ``[first pick − residual_tol, last pick +
+    residual_tol]`` (inclusive, over the dataset's scored stations and all
+    models) are excluded.
+
+    Parameters
+    ----------
+    ref
+        The normalised reference of every dataset.  Its text columns may be
+        ``Categorical`` (as ``normalise(..., categorical=True)`` gives them) or
+        object: every per-row step runs on integer codes; strings are handled
+        only for the distinct values.
+    pick_summary
+        :func:`~pickscale.scope.summarise_picks` of the picks at or above the
+        floor, combined over partitions (counts summed, ``t_min``/``t_max`` as
+        min/max).
+    below_by_ds
+        Picks below the floor, per dataset.
+    floor, residual_tol_ns
+        The lowest grid value; ``Options.residual_tol_ns``.
+    ref_source, picks_source
+        Names used in messages (e.g. the file names).
+    ref_rows, picks_rows
+        ``rows_read``, ``invalid_dropped``, ``dropped_phases`` (see
+        :func:`~pickscale.scope.nothing_left`): they only improve the message
+        when nothing is left to score; without them, ``ref.attrs`` is used.
+
+    Returns
+    -------
+    Scope
+        With an empty ``picks`` frame: its ``plan`` filters the picks,
+        partition by partition (:meth:`ScopePlan.picks_mask`).
+
+    Raises
+    ------
+    InputError
+        Nothing left on one side; no dataset in common; a dataset whose
+        inputs share no station; a dataset whose arrivals all lie outside the
+        picks' span (both spans printed as ISO UTC, with a likely cause).
+
+    Examples
+    --------
+    >>> ref = pd.DataFrame({"dataset": ["d", "d"], "station": ["A", "B"], "phase": ["P", "P"],
+    ...                     "time": [10**9, 10**9]})
+    >>> picks = pd.DataFrame({"dataset": ["d"], "model": ["m"], "station": ["A"], "time": [10**9], "conf": [0.9]})
+    >>> s = scope_from_summary(ref, summarise_picks(picks), below_by_ds={}, floor=0.02, residual_tol_ns=2 * 10**9)
+    >>> len(s.reference), s.stations, s.exclusions["reference_at_unpicked_stations"]
+    (1, {'d': ['A']}, 1)
+    """
+    _check_not_empty(ref, pick_summary, below_by_ds, floor=floor, ref_source=ref_source,
+                     picks_source=picks_source, ref_rows=ref_rows, picks_rows=picks_rows)
+    # Everything per row runs on integer codes; strings only for the distinct values.
+    rc = ReferenceCodes(ref)
+    dup = rc.duplicates()
+    distinct, group, ref_summary = rc.summary(~dup)
+    plan = plan_scope(ref_summary, pick_summary, residual_tol_ns=residual_tol_ns, ref_source=ref_source,
+                      picks_source=picks_source)
+    at_station, in_span = _masks(rc, distinct, group, ~dup, plan)
+    scored = at_station & in_span
+    outside = rc.count_by_dataset(at_station & ~in_span)
+    kept = rc.count_by_dataset(scored)
+
+    fatal = []
+    for d in plan.stations:
+        if kept.get(d, 0):
+            continue
+        rows = np.flatnonzero(at_station & (rc.d == rc.dataset_code(d)))
+        summary = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(plan.stations[d])]
+        shift = shift_hint(rc.s_names[rc.s[rows]], rc.time[rows], summary, residual_tol_ns)
+        fatal.append(span_error(d, plan, outside.get(d, 0), residual_tol_ns, ref_source, picks_source, shift))
+    if fatal:
+        raise InputError("\n".join(fatal))
+
+    by_ds, warnings = _exclusions(plan, below_by_ds, rc.count_by_dataset(dup), outside, floor=floor,
+                                  ref_source=ref_source, picks_source=picks_source)
+    return Scope(
+        reference=ref.loc[scored].reset_index(drop=True),
+        picks=pick_summary.iloc[:0],
+        models=plan.models,
+        stations=plan.stations,
+        spans=plan.spans,
+        exclusions={k: sum(c[k] for c in by_ds.values()) for k in EXCLUSION_KEYS},
+        exclusions_by_dataset=by_ds,
+        warnings=warnings,
+        plan=plan,
+        pick_summary=pick_summary,
+    )
+
+
+def _check_not_empty(ref: pd.DataFrame, pick_summary: pd.DataFrame, below_by_ds: dict[str, int], *, floor: float,
+                     ref_source: str, picks_source: str, ref_rows: dict | None, picks_rows: dict | None) -> None:
+    """Fatal when one side has nothing left to score."""
+    if ref.empty:
+        raise InputError(nothing_left(ref_source, "reference", ref_rows or ref.attrs.get("pickscale_rows")))
+    n_below = int(sum(below_by_ds.values()))
+    if pick_summary.empty:
+        if n_below:
+            raise InputError(f"{picks_source}: no pick has conf >= the floor {floor:g} "
+                             f"(all {n_below} are below it); the floor is the lowest value of "
+                             "--thresholds.")
+        raise InputError(nothing_left(picks_source, "picks", picks_rows or pick_summary.attrs.get("pickscale_rows")))
+
+
+def _masks(rc: ReferenceCodes, distinct: np.ndarray, group: np.ndarray, unique: np.ndarray,
+           plan: ScopePlan) -> tuple[np.ndarray, np.ndarray]:
+    """Per reference row: kept once and at a scored station; inside its dataset's span.
+
+    The plan's decisions as tables over codes: scored (dataset, station) groups, span per dataset.
+    """
+    # Every scored station has arrivals, so each of these keys is one of the groups.
+    keys = np.array([rc.dataset_code(d) * rc.ns + rc.station_code(st) for d, sts in plan.stations.items()
+                     for st in sts], dtype=np.int64)
+    scored_group = np.zeros(distinct.size, dtype=bool)
+    scored_group[np.searchsorted(distinct, keys)] = True
+    has_span = np.zeros(len(rc.d_names), dtype=bool)
+    lo = np.zeros(len(rc.d_names), dtype=np.int64)
+    hi = np.zeros(len(rc.d_names), dtype=np.int64)
+    for i, d in enumerate(rc.d_names.tolist()):
+        if d in plan.spans:
+            has_span[i] = True
+            lo[i], hi[i] = plan.spans[d]
+    at_station = unique & scored_group[group]
+    in_span = has_span[rc.d] & (rc.time >= lo[rc.d]) & (rc.time <= hi[rc.d])
+    return at_station, in_span
+
+
+def _exclusions(plan: ScopePlan, below_by_ds: dict[str, int], dup_by_ds: dict[str, int], outside: dict[str, int],
+                *, floor: float, ref_source: str, picks_source: str) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Every exclusion per dataset (plain ints, every key), and one warning line per non-zero one."""
+    warnings: list[str] = []
+    n_below, n_dup = sum(below_by_ds.values()), sum(dup_by_ds.values())
+    if n_below:
+        warnings.append(f"{picks_source}: {n_below} pick(s) with conf below the floor {floor:g} "
+                        "ignored (they take part in nothing).")
+    if n_dup:
+        warnings.append(f"{ref_source}: {n_dup} duplicate reference row(s) (same dataset, "
+                        "station, phase and time after normalisation) kept once.")
+    warnings += plan.warnings
+    by_ds = {d: dict(c) for d, c in plan.counts.items()}
+    for d, n in below_by_ds.items():
+        by_ds.setdefault(d, {})["picks_below_floor"] = n
+    for d, n in dup_by_ds.items():
+        if n:
+            by_ds.setdefault(d, {})["reference_duplicates"] = n
+    for d in plan.stations:
+        n_out = outside.get(d, 0)
+        by_ds[d]["reference_outside_span"] = n_out
+        if n_out:
+            lo, hi = plan.spans[d]
+            warnings.append(
+                f"dataset {d!r}: {n_out} reference arrival(s) outside the picks' span "
+                f"{iso(lo)} … {iso(hi)} (first/last pick ± residual_tol) excluded.")
+    return {d: {k: int(c.get(k, 0)) for k in EXCLUSION_KEYS} for d, c in sorted(by_ds.items())}, warnings
+
+
+def apply_scope(
+    ref: pd.DataFrame,
+    picks: pd.DataFrame,
+    *,
+    floor: float,
+    residual_tol_ns: int,
+    ref_source: str = "reference",
+    picks_source: str = "picks",
+) -> Scope:
+    """:func:`scope_from_summary` for picks in memory, which it also filters (``Scope.picks``).
+
+    Picks below ``floor`` are dropped and counted, the rest summarised
+    (:func:`~pickscale.scope.summarise_picks`); the scope is decided by
+    :func:`scope_from_summary` (same parameters, same errors) and its plan
+    keeps the picks at scored stations.
+
+    Parameters
+    ----------
+    ref, picks
+        Frames from :func:`pickscale.io.normalise` (``Normalised.frame``),
+        all datasets together.
+
+    Examples
+    --------
+    >>> ref = pd.DataFrame({"dataset": ["d"] * 3, "station": ["A", "A", "B"],
+    ...                     "phase": ["P"] * 3, "time": [10**9, 10**9, 10**9]})
+    >>> picks = pd.DataFrame({"dataset": ["d", "d"], "model": ["m", "m"], "station": ["A", "A"],
+    ...                       "phase": ["P", "P"], "time": [10**9, 2 * 10**9], "conf": [0.9, 0.01]})
+    >>> s = apply_scope(ref, picks, floor=0.02, residual_tol_ns=2 * 10**9)
+    >>> len(s.reference), len(s.picks), s.stations, s.models
+    (1, 1, {'d': ['A']}, {'d': ['m']})
+    >>> s.exclusions["reference_duplicates"], s.exclusions["reference_at_unpicked_stations"]
+    (1, 1)
+    """
+    if picks.empty:
+        raise InputError(nothing_left(picks_source, "picks", picks.attrs.get("pickscale_rows")))
+    picks_all_ds = picks["dataset"].value_counts()
+    picks, _ = drop_below_floor(picks, floor)
+    below_by_ds = _difference(picks_all_ds, picks["dataset"].value_counts())
+    scope = scope_from_summary(ref, summarise_picks(picks), below_by_ds=below_by_ds, floor=floor,
+                               residual_tol_ns=residual_tol_ns, ref_source=ref_source,
+                               picks_source=picks_source)
+    assert scope.plan is not None  # scope_from_summary always plans
+    scope.picks = picks.loc[scope.plan.picks_mask(picks)].reset_index(drop=True)
+    return scope
+
+
+def _difference(before: pd.Series, after: pd.Series) -> dict[str, int]:
+    """Per-key counts removed between two ``value_counts`` (zeros left out)."""
+    diff = before.sub(after, fill_value=0).astype(np.int64)
+    return {str(k): int(v) for k, v in diff.items() if v}

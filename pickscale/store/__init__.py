@@ -1,0 +1,65 @@
+"""Saving and reopening pickscale results as a Zarr v3 store.
+
+A results store is a folder holding one ``xarray.Dataset`` in Zarr format 3
+with consolidated metadata.  Two root attributes make a folder a *complete*
+pickscale store:
+
+``pickscale_complete``
+    ``True``, written only after every array is on disk.
+``pickscale_schema``
+    the layout version (:data:`SCHEMA_VERSION`) that readers check.
+
+plus ``pickscale_version`` (the package version that wrote it), which
+:func:`save` adds when the dataset does not already carry it.
+
+The package, one concept per module:
+
+:mod:`~pickscale.store.schema`
+    the layout version and the root attributes that make a folder a complete store;
+:mod:`~pickscale.store.codec`
+    the Dataset encoded for Zarr v3 (:func:`sanitise`) and decoded from a store's bytes;
+:mod:`~pickscale.store.manifest`
+    every file's size and SHA-256 (``pickscale-manifest.json``), and their check;
+:mod:`~pickscale.store.paths`
+    the target's checks and its hidden ``.<name>.<kind>-<pid>-<random>`` siblings;
+:mod:`~pickscale.store.locks`
+    the writer lock (:func:`reserved` holds it for a whole run);
+:mod:`~pickscale.store.cleanup`
+    what runs that died left behind (:func:`cleanup_stale`);
+:mod:`~pickscale.store.publish`
+    the atomic save (:func:`save`): written aside, checked in, renamed into place;
+:mod:`~pickscale.store.read`
+    the checked, consistent read (:func:`open_results`), retried when the store is replaced meanwhile.
+
+Example
+-------
+>>> import tempfile, pathlib, xarray as xr
+>>> from pickscale.store import save, open_results
+>>> ds = xr.Dataset({"n": ("model", [3, 0])}, coords={"model": ["EQT", "PhaseNet"]})
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> target = save(ds, folder / "results.zarr")
+>>> open_results(target)["n"].values.tolist()
+[3, 0]
+"""
+
+from __future__ import annotations
+
+from .cleanup import cleanup_stale
+from .codec import sanitise
+from .locks import reserved
+from .manifest import MANIFEST
+from .publish import save
+from .read import open_results
+from .schema import SCHEMA_VERSION, is_pickscale_store, read_root_attrs
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "MANIFEST",
+    "save",
+    "open_results",
+    "cleanup_stale",
+    "reserved",
+    "sanitise",
+    "is_pickscale_store",
+    "read_root_attrs",
+]

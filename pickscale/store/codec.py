@@ -1,0 +1,194 @@
+"""How a results Dataset is encoded for Zarr v3, and decoded from the bytes of a store.
+
+Encoding (:func:`sanitise`) makes a copy that Zarr v3 stores and reopens
+faithfully: text as ``object`` arrays of Python ``str``, attributes as plain
+JSON, no inherited encodings, regular Dask chunks.  Decoding
+(:func:`dataset_from_files`) builds a loaded Dataset from the checked bytes
+of a store held in memory, text again as ``object`` ``str``.
+
+Examples
+--------
+>>> import numpy as np, xarray as xr
+>>> sanitise(xr.Dataset(attrs={"tol_s": np.float64(0.5)})).attrs["tol_s"]
+0.5
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from pickscale import __version__
+from pickscale.errors import StoreError
+
+from .manifest import MANIFEST
+from .paths import describe
+from .schema import MARKERS, VERSION
+
+__all__ = ["sanitise", "dataset_from_files"]
+
+
+def sanitise(ds: xr.Dataset) -> xr.Dataset:
+    """Return a copy of ``ds`` that Zarr v3 stores and reopens faithfully.
+
+    See the *Notes* of :func:`pickscale.store.save` for what changes.  The completeness
+    markers are removed (they are written only once the store is complete)
+    and ``pickscale_version`` is added when missing.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Any results dataset; it is not modified.
+
+    Returns
+    -------
+    xarray.Dataset
+        A new dataset sharing the caller's NumPy/Dask data where no
+        conversion was needed.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> ds = xr.Dataset(coords={"phase": np.array(["P", "S"])}, attrs={"x": np.nan})
+    >>> clean = sanitise(ds)
+    >>> clean["phase"].dtype, clean.attrs["x"]
+    (dtype('O'), None)
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise StoreError(f"can only save an xarray.Dataset, not {type(ds).__name__}")
+    attrs = _json_attrs(ds.attrs, "the dataset")
+    for key in MARKERS:
+        attrs.pop(key, None)
+    attrs.setdefault(VERSION, __version__)
+    coords = {name: _clean_variable(name, ds.variables[name]) for name in ds.coords}
+    data_vars = {name: _clean_variable(name, ds.variables[name]) for name in ds.data_vars}
+    return xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
+
+
+def _clean_variable(name: Any, var: xr.Variable) -> xr.Variable:
+    """A fresh Variable (no encoding) with JSON attrs, str text and regular chunks."""
+    data = _text_as_object(name, var)
+    attrs = _json_attrs(var.attrs, f"variable {name!r}")
+    clean = xr.Variable(var.dims, data, attrs=attrs)
+    return _regular_chunks(clean)
+
+
+def _text_as_object(name: Any, var: xr.Variable) -> Any:
+    """The variable's data, with any kind of text turned into object-dtype ``str``."""
+    if isinstance(var.dtype, np.dtype) and var.dtype.kind not in "UTO":
+        return var.data  # numbers, bools, times: untouched (and still lazy)
+    # Text is loaded here even when Dask-backed: xarray would load an object
+    # array anyway to infer its on-disk type (and then compute it again).
+    values = np.asarray(var.values)  # also turns pandas extension arrays into NumPy
+    if values.dtype.kind in "UT":
+        return values.astype(object)  # elements become Python str
+    if values.dtype.kind == "O":
+        return _checked_text(values, what=str(name))
+    return values
+
+
+def _checked_text(block: np.ndarray, what: str) -> np.ndarray:
+    """Object array as plain ``str``; anything else (None, NaN) is refused."""
+    out = np.empty(block.shape, dtype=object)
+    for index, value in np.ndenumerate(block):
+        if not isinstance(value, str):
+            # Zarr's variable-length text codec would store None as "" silently.
+            raise StoreError(
+                f"variable {what!r} holds {value!r} ({type(value).__name__}) where text is "
+                "expected; pickscale stores text as str only (write missing names as '')"
+            )
+        out[index] = str(value)  # np.str_ -> str, so values reopen identically
+    return out
+
+
+def _regular_chunks(var: xr.Variable) -> xr.Variable:
+    """Zarr needs equal chunks (the last may be smaller); fix uneven Dask chunks."""
+    if not _is_dask(var.data):
+        return var
+    uneven = {
+        dim: max(sizes)
+        for dim, sizes in zip(var.dims, var.data.chunks)
+        if len(sizes) > 1 and (len(set(sizes[:-1])) > 1 or sizes[-1] > sizes[0])
+    }
+    return var.chunk(uneven) if uneven else var
+
+
+def _is_dask(data: Any) -> bool:
+    return type(data).__module__.startswith("dask.")
+
+
+def _json_attrs(attrs: Mapping[Any, Any], owner: str) -> dict[str, Any]:
+    """Attributes as plain JSON (a new dict), or StoreError naming the bad one."""
+    return {
+        _json_key(key, owner): _json_value(value, f"attribute {key!r} of {owner}")
+        for key, value in attrs.items()
+    }
+
+
+def _json_key(key: Any, where: str) -> str:
+    if isinstance(key, str):
+        return str(key)
+    raise StoreError(f"cannot store attribute key {key!r} of {where}: keys must be str")
+
+
+def _json_value(value: Any, where: str) -> Any:
+    """One attribute value as JSON: numbers, str, bool, None, lists and dicts."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        # JSON has no NaN or infinity; Zarr would write non-standard tokens.
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, np.ndarray):
+        return _json_value(value.tolist(), where)
+    if isinstance(value, Mapping):
+        return {_json_key(k, where): _json_value(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v, where) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    if isinstance(value, np.datetime64):
+        return str(np.datetime_as_string(value))
+    raise StoreError(
+        f"cannot store {where}: {type(value).__name__} values are not JSON; "
+        "use numbers, str, bool, None, lists or dicts"
+    )
+
+
+def dataset_from_files(store: pathlib.Path, files: Mapping[str, bytes]) -> xr.Dataset:
+    """Decode the checked bytes of a store (held in memory) into a loaded Dataset."""
+    from zarr.core.buffer import default_buffer_prototype
+
+    buffer = default_buffer_prototype().buffer
+    memory = zarr.storage.MemoryStore(
+        {rel: buffer.from_bytes(data) for rel, data in files.items() if rel != MANIFEST}, read_only=True
+    )
+    try:
+        ds = xr.open_zarr(memory, consolidated=True, zarr_format=3, chunks=None).load()
+    except Exception as exc:  # an unknown codec, metadata Zarr refuses, ...
+        raise StoreError(f"could not open results store {store}: {describe(exc)}") from exc
+    return _strings_as_object(ds)
+
+
+def _strings_as_object(ds: xr.Dataset) -> xr.Dataset:
+    """Zarr gives text back as NumPy StringDType; return it as saved (object str)."""
+    coords = {n: v.astype(object) for n, v in ds.coords.variables.items() if v.dtype.kind == "T"}
+    data = {n: ds.variables[n].astype(object) for n in ds.data_vars if ds.variables[n].dtype.kind == "T"}
+    if coords:
+        ds = ds.assign_coords(coords)
+    if data:
+        ds = ds.assign(data)
+    return ds

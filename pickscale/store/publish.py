@@ -1,0 +1,199 @@
+"""Saving a results Dataset as a Zarr v3 store, atomically.
+
+:func:`save` never writes into the target itself.  It writes a hidden
+sibling ``.<name>.tmp-<pid>-<random>``, marks it complete, consolidates its
+metadata once, lists every file in the manifest (:mod:`.manifest`), and only
+then renames it into place, so the folder at the target is always either the
+previous store or the new one, never a half-written mixture.  The writer
+lock (:mod:`.locks`) lets only one run at a time write a given target; what a
+run that died leaves behind is cleared by
+:func:`~pickscale.store.cleanup_stale`.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import time
+import warnings
+
+import xarray as xr
+import zarr
+
+from pickscale.errors import StoreError
+
+from .cleanup import remove_dead_siblings
+from .codec import sanitise
+from .locks import HELD, acquire_lock, release_lock
+from .manifest import write_manifest
+from .paths import PathLike, absolute, check_parent, check_replaceable, describe, fsync_dir, sibling
+from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
+
+__all__ = ["save"]
+
+
+def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.Path:
+    """Write a results dataset to a Zarr v3 store, atomically.
+
+    The dataset is first cleaned for Zarr v3 (text as Python ``str`` objects,
+    attributes as plain JSON, no inherited encodings; see *Notes*), written
+    to a hidden temporary folder next to ``path``, marked complete, and then
+    renamed into place.  If anything fails, the temporary folder is removed
+    and whatever was at ``path`` before is left untouched.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The results.  NumPy- or Dask-backed; Dask arrays are computed while
+        writing.  The caller's dataset is never modified.
+    path : str or os.PathLike
+        The store folder to create, conventionally ending in ``.zarr``.  Its
+        parent folder must exist and be writable.
+    overwrite : bool, default False
+        Replace an existing pickscale store at ``path``.  A path holding
+        anything that is not a pickscale store is never replaced.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path of the written store.
+
+    Raises
+    ------
+    StoreError
+        When ``path`` exists and ``overwrite`` is False; when ``path`` exists
+        and is not a pickscale store; when the parent folder is missing or not
+        writable; when another run is writing the same store; when the
+        dataset cannot be stored (an attribute that is not JSON, text with
+        missing values); or when writing fails (the message names the cause).
+
+    Notes
+    -----
+    Cleaning done before writing, on a copy:
+
+    * text variables and coordinates (NumPy ``<U``, NumPy ``StringDType``,
+      pandas string dtypes) become ``object`` arrays of Python ``str``, which
+      Zarr v3 stores as variable-length UTF-8; fixed-width ``<U`` arrays have
+      no Zarr v3 specification and ``None`` would silently become ``""``, so
+      text with missing values is refused;
+    * attributes of the dataset and of every variable become plain JSON:
+      NumPy scalars and arrays turn into Python numbers and lists, NaN and
+      infinities into ``None``, paths and datetimes into strings;
+    * every variable's ``encoding`` is dropped (chunking or codecs inherited
+      from another store could conflict with the new one), and Dask chunks
+      that Zarr cannot store (uneven chunks) are made regular.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np, xarray as xr
+    >>> ds = xr.Dataset(
+    ...     {"matched": (("model", "station"), np.array([[2, 0]], dtype=np.int64))},
+    ...     coords={"model": ["PhaseNet(190703-214543)"], "station": ["Zürich", "BFO"]},
+    ...     attrs={"tol_s": np.float64(0.5)},
+    ... )
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "results.zarr"
+    >>> save(ds, target).name
+    'results.zarr'
+    >>> save(ds, target, overwrite=True).name
+    'results.zarr'
+    """
+    target = absolute(path)
+    check_parent(target)
+    check_replaceable(target, overwrite)
+    clean = sanitise(ds)  # before taking the lock: a bad dataset fails fast
+
+    # Under reserved(), this process already holds the lock for the whole run.
+    lock = None if target in HELD else acquire_lock(target)
+    try:
+        # The state may have changed while we were waiting for nothing: check again.
+        check_replaceable(target, overwrite)
+        remove_dead_siblings(target, kinds=("tmp",))
+        tmp = sibling(target, "tmp")
+        _write_complete_store(clean, tmp, target)
+        _move_into_place(tmp, target)
+    finally:
+        if lock is not None:
+            release_lock(lock)
+    fsync_dir(target.parent)
+    return target
+
+
+def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.Path) -> None:
+    """Write ``clean`` to ``tmp``, mark it complete and consolidate; clean up on failure."""
+    try:
+        clean.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+        group = zarr.open_group(tmp, mode="r+", zarr_format=3)
+        group.attrs.update({COMPLETE: True, SCHEMA: SCHEMA_VERSION})
+        with warnings.catch_warnings():
+            # "Consolidated metadata is not part of the Zarr v3 specification":
+            # known and intended (xarray reads it), not something for users.
+            warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+            zarr.consolidate_metadata(tmp, zarr_format=3)
+        # Last, so that consolidating does not list it as a would-be Zarr node.
+        write_manifest(tmp)
+    except BaseException as exc:
+        _remove_temporary(tmp)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise StoreError(
+            f"could not write results to {target}: {describe(exc)}; "
+            "nothing was changed at the target"
+        ) from exc
+
+
+def _remove_temporary(tmp: pathlib.Path, *, settle_s: float = 2.0) -> None:
+    """Remove a half-written store, also when Zarr is still writing into it.
+
+    Zarr writes chunks from its own event-loop thread: when Ctrl-C stops the
+    main thread, the chunk writes already under way still finish, and can
+    recreate folders that ``rmtree`` just removed.  So the folder is removed
+    again until it stays gone (what is still left after ``settle_s`` carries
+    this process's pid and :func:`~pickscale.store.cleanup_stale` removes it later).
+    """
+    deadline = time.monotonic() + settle_s
+    gone_since = None
+    while time.monotonic() < deadline:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+            gone_since = None
+        elif gone_since is None:
+            gone_since = time.monotonic()
+        elif time.monotonic() - gone_since >= 0.25:
+            return
+        time.sleep(0.02)
+
+
+def _move_into_place(tmp: pathlib.Path, target: pathlib.Path) -> None:
+    """Rename the finished store to the target, swapping out a previous store."""
+    if not os.path.lexists(target):
+        _rename_or_fail(tmp, target, target, tmp, "nothing was changed at the target")
+        return
+    old = sibling(target, "old")
+    _rename_or_fail(target, old, target, tmp, "the previous store is unchanged")
+    try:
+        os.rename(tmp, target)
+    except BaseException as exc:
+        try:
+            os.rename(old, target)  # put the previous store back
+            kept = "the previous store is back in place"
+        except OSError:
+            kept = f"the previous store is kept at {old}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise StoreError(f"could not move the new results into {target}: {describe(exc)}; {kept}") from exc
+    # The new store is in place; a failure to delete the old one only leaves
+    # a hidden sibling that cleanup_stale removes once this process is gone.
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _rename_or_fail(
+    src: pathlib.Path, dst: pathlib.Path, target: pathlib.Path, tmp: pathlib.Path, kept: str
+) -> None:
+    """``os.rename``; on failure remove the new store and raise StoreError."""
+    try:
+        os.rename(src, dst)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(f"could not move the new results into {target}: {describe(exc)}; {kept}") from exc

@@ -1,0 +1,160 @@
+"""A scheduler that cannot run pickscale says so, within a bound (issue 16 item 6b).
+
+Real `dask scheduler` / `dask worker` processes on 127.0.0.1, started here and stopped by the process ids
+this module started: a scheduler without workers; and workers that cannot import pickscale (a preload
+module puts ``None`` in ``sys.modules['pickscale']``) or report another pickscale version, beside a good one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pickscale import __version__
+from pickscale.cli import main
+from pickscale.engine.workers import TIMEOUT_ENV, check_workers, worker_timeout
+from pickscale.errors import ClusterError, OptionsError
+
+BIN = Path(sys.executable).parent
+
+
+def _dask(*args: str, log: Path, env: dict | None = None) -> subprocess.Popen:
+    exe = BIN / "dask"
+    cmd = [str(exe), *args] if exe.exists() else [sys.executable, "-m", "distributed.cli.dask_" + args[0], *args[1:]]
+    return subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+                            env=env)
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+class Processes:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen] = []
+
+    def scheduler(self) -> str:
+        sched_file = self.tmp / "scheduler.json"
+        self.procs.append(_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                "--scheduler-file", str(sched_file), log=self.tmp / "scheduler.log"))
+        _wait_for(lambda: sched_file.exists() and sched_file.stat().st_size > 0, 60, "the scheduler")
+        return json.loads(sched_file.read_text())["address"]
+
+    def worker(self, address: str, name: str, preload: Path | None = None) -> None:
+        args = ["worker", address, "--host", "127.0.0.1", "--nworkers", "1", "--nthreads", "1", "--no-dashboard",
+                "--no-nanny", "--name", name]
+        env = None
+        if preload is not None:
+            args += ["--preload", preload.stem]
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(preload.parent),
+                                                                               os.environ.get("PYTHONPATH")]))}
+        self.procs.append(_dask(*args, log=self.tmp / f"worker-{name}.log", env=env))
+
+    def stop(self) -> None:
+        # Exactly the processes started here, by their pids (each leads its own session).
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@pytest.fixture
+def processes(tmp_path):
+    procs = Processes(tmp_path)
+    try:
+        yield procs
+    finally:
+        procs.stop()
+
+
+def _client(address: str):
+    from distributed import Client
+
+    return Client(address, timeout="30s")
+
+
+@pytest.mark.cluster
+def test_a_scheduler_without_workers_is_reported_within_the_timeout(processes, tmp_path, capsys, monkeypatch):
+    address = processes.scheduler()
+    with _client(address) as client:
+        start = time.monotonic()
+        with pytest.raises(ClusterError) as info:
+            check_workers(client, timeout=3)
+        assert time.monotonic() - start < 20  # 3 s, with room for a loaded machine
+    msg = str(info.value)
+    assert f"no Dask worker joined the scheduler at {address} within 3 s" in msg
+    assert f"dask worker {address}" in msg and TIMEOUT_ENV in msg
+
+    # The command: exit 2, one message, no traceback, nothing written, within the bound from the environment.
+    monkeypatch.setenv(TIMEOUT_ENV, "3")
+    root = Path(__file__).resolve().parents[2] / "configs" / "demo"
+    out = tmp_path / "out"
+    start = time.monotonic()
+    code = main(["score", "--reference", str(root / "reference.csv"), "--picks", str(root / "picks.csv"),
+                 "--out", str(out), "--scheduler", address, "--no-figures", "--quiet"])
+    elapsed = time.monotonic() - start
+    _, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.count("pickscale: error: ") == 1 and "Traceback" not in err, err
+    assert "no Dask worker joined" in err and address in err, err
+    assert elapsed < 45, elapsed  # 3 s for the workers, with room for imports on a loaded machine
+    assert not out.exists()
+
+
+@pytest.mark.cluster
+def test_workers_that_cannot_run_pickscale_are_named(processes, tmp_path):
+    hide = tmp_path / "preload_hide_pickscale.py"
+    hide.write_text("import sys\nsys.modules['pickscale'] = None  # this worker cannot import pickscale\n")
+    other = tmp_path / "preload_other_version.py"
+    other.write_text("import pickscale\npickscale.__version__ = '0.0.0+other'\n")
+    address = processes.scheduler()
+    processes.worker(address, "good")
+    with _client(address) as client:
+        client.wait_for_workers(1, timeout=60)
+        assert check_workers(client, timeout=10) == 1
+        processes.worker(address, "hidden", preload=hide)
+        processes.worker(address, "other", preload=other)
+        client.wait_for_workers(3, timeout=60)
+        workers = {info["name"]: addr for addr, info in client.scheduler_info(n_workers=-1)["workers"].items()}
+        with pytest.raises(ClusterError) as info:
+            check_workers(client, timeout=10)
+    msg = str(info.value)
+    assert f"the Dask workers at {address} cannot run pickscale's tasks" in msg
+    assert "1 of 3 worker(s) cannot import pickscale" in msg and workers["hidden"] in msg
+    assert "ModuleNotFoundError" in msg or "ImportError" in msg
+    assert "1 of 3 worker(s) run another pickscale version" in msg and workers["other"] in msg
+    assert "pickscale 0.0.0+other" in msg
+    assert workers["good"] not in msg
+    assert f"pip install pickscale=={__version__}" in msg
+
+
+def test_worker_timeout_from_keyword_or_environment(monkeypatch):
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert worker_timeout() == 30.0
+    assert worker_timeout(2.5) == 2.5
+    monkeypatch.setenv(TIMEOUT_ENV, "7")
+    assert worker_timeout() == 7.0
+    for bad in ("0", "-1", "soon", "nan"):
+        monkeypatch.setenv(TIMEOUT_ENV, bad)
+        with pytest.raises(OptionsError, match=TIMEOUT_ENV):
+            worker_timeout()
+    with pytest.raises(OptionsError, match="timeout"):
+        worker_timeout(0)
