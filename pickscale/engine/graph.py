@@ -57,8 +57,8 @@ def compute(tasks: list[Any], client: Any, *, label: str, progress: bool, releas
             from dask.diagnostics import ProgressBar
 
             with ProgressBar(minimum=3.0, dt=0.5, out=sys.stderr):
-                return list(dask.compute(*tasks))
-        return list(dask.compute(*tasks))
+                return list(dask.compute(*tasks, scheduler=_local()))
+        return list(dask.compute(*tasks, scheduler=_local()))
     with warnings.catch_warnings():
         # The scored arrivals travel inside the graph (~17 bytes each, ~1/50 of the picks): a
         # "large graph" here is the reference itself, so Dask's advice to load it differently
@@ -78,7 +78,7 @@ def persist(tasks: Sequence[Any], client: Any) -> list[Any]:
     if not tasks:
         return []
     if client is None:
-        return list(dask.persist(*tasks))
+        return list(dask.persist(*tasks, scheduler=_local()))
     return client.persist(list(tasks), retries=3)
 
 
@@ -93,3 +93,9 @@ def tree_reduce(items: list[Any], combine: Any) -> Any:
     while len(level) > 1:
         level = [delayed(combine)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
     return level[0]
+
+
+def _local() -> str:
+    """Dask's configured local scheduler (threads by default), named: left unnamed, dask imports
+    ``distributed`` (~0.15 s) only to look for a client that :func:`scheduler` already found absent."""
+    return str(dask.config.get("scheduler", None) or "threads")

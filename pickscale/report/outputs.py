@@ -59,7 +59,7 @@ _OUTPUTS_TMP = ".pickscale-outputs.tmp-"
 
 def output_names() -> list[str]:
     """Every file ``score``/``report`` may write or remove in an output folder, besides ``results.zarr``."""
-    from .figures import FIGURES  # (matplotlib: imported on use)
+    from .names import FIGURES  # the names only: no matplotlib
 
     return ([f"{name}.csv" for name in TABLE_NAMES]
             + [f"figures/{name}.{fmt}" for name in FIGURES for fmt in FIGURE_FORMATS] + [OUTPUTS_MARKER])

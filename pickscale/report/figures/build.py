@@ -15,6 +15,7 @@ import matplotlib as mpl
 import xarray as xr
 from matplotlib.figure import Figure
 
+from ..names import FIGURES
 from .calibration import reliability
 from .detection import operating_curves, recall_treatments
 from .onsets import residuals, timing
@@ -23,8 +24,6 @@ from .style import STYLE
 
 __all__ = ["FIGURES", "figures", "save_figures"]
 
-#: Names of the figures :func:`figures` builds, in reading order.
-FIGURES: tuple[str, ...] = ("recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations")
 
 _BUILDERS: dict[str, Callable[..., Figure]] = {
     "recall_treatments": recall_treatments,

@@ -1,0 +1,17 @@
+"""The names of what a report writes, without importing what writes it (matplotlib, xarray).
+
+The command checks, before any work, which files it would write or replace in ``--out``: it needs the
+figures' names, not the figures.
+
+Examples
+--------
+>>> FIGURES[0]
+'recall_treatments'
+"""
+
+from __future__ import annotations
+
+__all__ = ["FIGURES"]
+
+#: Names of the figures :func:`pickscale.report.figures.figures` builds, in reading order.
+FIGURES: tuple[str, ...] = ("recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations")
