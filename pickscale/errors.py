@@ -20,7 +20,20 @@ __all__ = [
 
 
 class PickscaleError(Exception):
-    """Base class of every error caused by the user's input or options."""
+    """Base class of every error caused by the user's input or options.
+
+    Messages name options as the Python API does (``residual_tol``, ``drop_invalid``); ``options`` lists
+    the ones a message names, so that the command line can say its own flags instead (``--residual-tol``).
+
+    Examples
+    --------
+    >>> OptionsError("tol must be >= 0 seconds; got -1.0.", options=("tol",)).options
+    ('tol',)
+    """
+
+    def __init__(self, *args: object, options: tuple[str, ...] = ()) -> None:
+        super().__init__(*args)
+        self.options = tuple(options)
 
 
 class InputError(PickscaleError, ValueError):
@@ -31,20 +44,7 @@ class InputError(PickscaleError, ValueError):
 
 
 class OptionsError(PickscaleError, ValueError):
-    """An option is out of range or inconsistent (grid, tolerances, budget, config).
-
-    The message names options as the Python API does (``residual_tol``); ``options`` lists them, so that
-    the command line can say its own flags instead (``--residual-tol``).
-
-    Examples
-    --------
-    >>> OptionsError("tol must be >= 0 seconds; got -1.0.", options=("tol",)).options
-    ('tol',)
-    """
-
-    def __init__(self, message: str, *, options: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.options = tuple(options)
+    """An option is out of range or inconsistent (grid, tolerances, budget, config)."""
 
 
 class StoreError(PickscaleError, OSError):

@@ -27,6 +27,11 @@ __all__ = ["main", "build_parser", "in_cli_terms"]
 _parser = build_parser
 
 
+#: Option names that cannot be mistaken for anything else in a message: said as flags wherever they stand
+#: (an error raised on a worker reaches the command as text, without its ``options``).
+_UNMISTAKABLE = ("drop_invalid", "residual_tol", "station_key", "manual_only", "block_picks")
+
+
 def in_cli_terms(exc: BaseException) -> str:
     """The message of a library error with the options it names said as this command's flags.
 
@@ -34,10 +39,13 @@ def in_cli_terms(exc: BaseException) -> str:
     --------
     >>> in_cli_terms(OptionsError("residual_tol (0.2 s) must be >= tol (0.5 s).", options=("residual_tol", "tol")))
     '--residual-tol (0.2 s) must be >= --tol (0.5 s).'
+    >>> in_cli_terms(OptionsError("Fix these rows in /data/drop_invalid.csv, or rerun with drop_invalid."))
+    'Fix these rows in /data/drop_invalid.csv, or rerun with --drop-invalid.'
     """
     text = str(exc)
-    for name in getattr(exc, "options", ()):
-        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", "--" + name.replace("_", "-"), text)
+    for name in dict.fromkeys((*getattr(exc, "options", ()), *_UNMISTAKABLE)):
+        # A whole word, not part of a path or a file name.
+        text = re.sub(rf"(?<![\w/.-]){re.escape(name)}(?!\w|\.\w)", "--" + name.replace("_", "-"), text)
     return text
 
 

@@ -19,7 +19,7 @@ N_EXAMPLES = 5
 #: How row numbers in messages count.
 ROWS_CONVENTION = "row numbers as a spreadsheet shows them: header = row 1"
 #: How a user asks for invalid rows to be dropped (the CLI flag).
-DROP_HINT = "or rerun with --drop-invalid to drop them (they are then counted in a warning)"
+DROP_HINT = "or rerun with drop_invalid to drop them (they are then counted in a warning)"
 
 _PROBLEM = {
     "dataset": "an empty dataset name",

@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .hints import iso, nothing_left, shift_hint, span_error
+from .coverage import COVERAGE_KEYS, Coverage, apply_coverage
+from .hints import iso, nothing_left, show_names, shift_hint, span_error
 from .plan import ScopePlan, plan_scope
-from .summaries import ReferenceCodes, drop_below_floor, summarise_picks
+from .summaries import ReferenceCodes, drop_below_floor, pick_cells, summarise_picks
 
 __all__ = ["Scope", "EXCLUSION_KEYS", "scope_from_summary", "apply_scope"]
 
@@ -51,14 +52,25 @@ class Scope:
         (first pick − residual_tol, last pick + residual_tol).
     exclusions
         Totals over all datasets, plain ints: ``picks_below_floor``,
-        ``reference_duplicates``, ``reference_at_unpicked_stations``,
+        ``reference_duplicates``, ``reference_outside_coverage``,
+        ``picks_outside_coverage``, ``reference_at_unpicked_stations``,
         ``picks_at_unreferenced_stations``, ``reference_outside_span``,
         ``reference_in_datasets_without_picks``,
         ``picks_in_datasets_without_reference``.
     exclusions_by_dataset
         The same counts per dataset (datasets of either side), plain ints.
     warnings
-        One human-readable line per non-zero exclusion, with its count.
+        One human-readable line per non-zero exclusion, with its count; and,
+        per model that has no pick at scored stations holding arrivals (or
+        over part of the span), the arrivals it is charged with as misses.
+    coverage_keep
+        With a coverage: the (dataset, station, model, cell) of the picks
+        kept (:mod:`pickscale.scope.coverage`), for the exchange.
+    report
+        JSON-ready facts: ``coverage`` (per dataset and model: arrivals
+        covered and lost, picks outside) and ``unpicked`` (per dataset and
+        model: scored stations without its picks, the arrivals there, and
+        arrivals outside its own span).
     """
 
     reference: pd.DataFrame
@@ -71,6 +83,8 @@ class Scope:
     warnings: list[str] = field(default_factory=list)
     plan: ScopePlan | None = None
     pick_summary: pd.DataFrame | None = None
+    coverage_keep: pd.DataFrame | None = None
+    report: dict = field(default_factory=dict)
 
     @property
     def datasets(self) -> list[str]:
@@ -82,6 +96,7 @@ class Scope:
 EXCLUSION_KEYS = (
     "picks_below_floor",
     "reference_duplicates",
+    *COVERAGE_KEYS,
     "reference_in_datasets_without_picks",
     "picks_in_datasets_without_reference",
     "reference_at_unpicked_stations",
@@ -101,10 +116,13 @@ def scope_from_summary(
     picks_source: str = "picks",
     ref_rows: dict | None = None,
     picks_rows: dict | None = None,
+    coverage: Coverage | None = None,
 ) -> Scope:
     """SPEC §2 — the one entry point: what is scored, from the whole (small) reference and a summary of the picks.
 
-    In order: duplicate reference rows are kept once; datasets on one side
+    In order: duplicate reference rows are kept once; with a ``coverage``,
+    arrivals and picks outside the common coverage of their dataset (the
+    windows every model of the dataset was run on) are excluded; datasets on one side
     only are excluded (fatal if no dataset is on both sides); scored stations
     are those with ≥1 arrival and ≥1 pick (any model, any phase) — the rest is
     excluded; arrivals outside ``[first pick − residual_tol, last pick +
@@ -121,7 +139,8 @@ def scope_from_summary(
     pick_summary
         :func:`~pickscale.scope.summarise_picks` of the picks at or above the
         floor, combined over partitions (counts summed, ``t_min``/``t_max`` as
-        min/max).
+        min/max); with a ``coverage``, per (dataset, station, model, cell)
+        (``summarise_picks(picks, coverage=...)``).
     below_by_ds
         Picks below the floor, per dataset.
     floor, residual_tol_ns
@@ -132,6 +151,8 @@ def scope_from_summary(
         ``rows_read``, ``invalid_dropped``, ``dropped_phases`` (see
         :func:`~pickscale.scope.nothing_left`): they only improve the message
         when nothing is left to score; without them, ``ref.attrs`` is used.
+    coverage
+        The windows each model was run on (:class:`~pickscale.scope.coverage.Coverage`), or None.
 
     Returns
     -------
@@ -160,10 +181,20 @@ def scope_from_summary(
     # Everything per row runs on integer codes; strings only for the distinct values.
     rc = ReferenceCodes(ref)
     dup = rc.duplicates()
-    distinct, group, ref_summary = rc.summary(~dup)
+    considered = ~dup
+    covered = None
+    if coverage is not None:
+        if "cell" not in pick_summary:
+            raise ValueError("scope_from_summary: with a coverage, the pick summary needs its cell column")
+        ref_cells = coverage.cells(rc.d_names, rc.s_names, rc.d, rc.s, rc.time)
+        covered = apply_coverage(coverage, ref_cells, rc.d, rc.d_names, considered, pick_summary)
+        considered = covered.reference_kept
+        pick_summary = covered.pick_summary
+        _check_coverage_left(coverage, considered, pick_summary)
+    distinct, group, ref_summary = rc.summary(considered)
     plan = plan_scope(ref_summary, pick_summary, residual_tol_ns=residual_tol_ns, ref_source=ref_source,
                       picks_source=picks_source)
-    at_station, in_span = _masks(rc, distinct, group, ~dup, plan)
+    at_station, in_span = _masks(rc, distinct, group, considered, plan)
     scored = at_station & in_span
     outside = rc.count_by_dataset(at_station & ~in_span)
     kept = rc.count_by_dataset(scored)
@@ -180,7 +211,18 @@ def scope_from_summary(
         raise InputError("\n".join(fatal))
 
     by_ds, warnings = _exclusions(plan, below_by_ds, rc.count_by_dataset(dup), outside, floor=floor,
-                                  ref_source=ref_source, picks_source=picks_source)
+                                  ref_source=ref_source, picks_source=picks_source,
+                                  coverage_counts=covered.counts if covered else {})
+    report: dict = {}
+    if covered is not None:
+        warnings += covered.warnings
+        report["coverage"] = {"source": coverage.source if coverage else "", "windows": coverage.n_windows
+                              if coverage else 0, "by_model": bool(coverage and coverage.by_model),
+                              "datasets": covered.report}
+    # Recorded always; said only without a coverage (with one, the user has said where each model ran).
+    report["unpicked"], lines = _unpicked(plan, rc, distinct, group, scored, pick_summary, residual_tol_ns)
+    if coverage is None:
+        warnings += lines
     return Scope(
         reference=ref.loc[scored].reset_index(drop=True),
         picks=pick_summary.iloc[:0],
@@ -192,6 +234,8 @@ def scope_from_summary(
         warnings=warnings,
         plan=plan,
         pick_summary=pick_summary,
+        coverage_keep=covered.keep if covered is not None else None,
+        report=report,
     )
 
 
@@ -205,7 +249,7 @@ def _check_not_empty(ref: pd.DataFrame, pick_summary: pd.DataFrame, below_by_ds:
         if n_below:
             raise InputError(f"{picks_source}: no pick has conf >= the floor {floor:g} "
                              f"(all {n_below} are below it); the floor is the lowest value of "
-                             "--thresholds.")
+                             "thresholds.", options=("thresholds",))
         raise InputError(nothing_left(picks_source, "picks", picks_rows or pick_summary.attrs.get("pickscale_rows")))
 
 
@@ -233,7 +277,8 @@ def _masks(rc: ReferenceCodes, distinct: np.ndarray, group: np.ndarray, unique: 
 
 
 def _exclusions(plan: ScopePlan, below_by_ds: dict[str, int], dup_by_ds: dict[str, int], outside: dict[str, int],
-                *, floor: float, ref_source: str, picks_source: str) -> tuple[dict[str, dict[str, int]], list[str]]:
+                *, floor: float, ref_source: str, picks_source: str,
+                coverage_counts: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]], list[str]]:
     """Every exclusion per dataset (plain ints, every key), and one warning line per non-zero one."""
     warnings: list[str] = []
     n_below, n_dup = sum(below_by_ds.values()), sum(dup_by_ds.values())
@@ -250,6 +295,8 @@ def _exclusions(plan: ScopePlan, below_by_ds: dict[str, int], dup_by_ds: dict[st
     for d, n in dup_by_ds.items():
         if n:
             by_ds.setdefault(d, {})["reference_duplicates"] = n
+    for d, c in coverage_counts.items():
+        by_ds.setdefault(d, {}).update(c)
     for d in plan.stations:
         n_out = outside.get(d, 0)
         by_ds[d]["reference_outside_span"] = n_out
@@ -261,6 +308,60 @@ def _exclusions(plan: ScopePlan, below_by_ds: dict[str, int], dup_by_ds: dict[st
     return {d: {k: int(c.get(k, 0)) for k in EXCLUSION_KEYS} for d, c in sorted(by_ds.items())}, warnings
 
 
+def _check_coverage_left(coverage: Coverage, considered: np.ndarray, pick_summary: pd.DataFrame) -> None:
+    """Fatal when the coverage leaves nothing on one side (its times or stations do not meet the inputs')."""
+    side = ("reference arrival" if not considered.any() else "pick" if pick_summary.empty else None)
+    if side:
+        raise InputError(f"{coverage.source}: no {side} lies inside a window of the coverage file that every "
+                         "model was run on; check that its stations are spelled as the inputs' (and station_key), "
+                         "and its times are in the same time zone (UTC when no offset is given).")
+
+
+def _unpicked(plan: ScopePlan, rc: ReferenceCodes, distinct: np.ndarray, group: np.ndarray, scored: np.ndarray,
+              pick_summary: pd.DataFrame, residual_tol_ns: int) -> tuple[dict, list[str]]:
+    """Per dataset and model: scored arrivals it is charged with although it has no pick near them.
+
+    Two cases, from summaries: scored stations where the model has no pick at or above the floor, and
+    arrivals at its other scored stations outside its own span (its first/last pick in the dataset ±
+    residual_tol) — the signs of a model not run there, which SPEC §2 still charges as misses.
+    """
+    per_group = np.bincount(group[scored], minlength=distinct.size)
+    record: dict[str, dict[str, dict[str, int]]] = {}
+    lines = []
+    for d, sts in plan.stations.items():
+        dcode = rc.dataset_code(d)
+        st_codes = np.array([rc.station_code(s) for s in sts], dtype=np.int64)
+        held = per_group[np.searchsorted(distinct, dcode * rc.ns + st_codes)]
+        in_d = scored & (rc.d == dcode)
+        n_d = int(held.sum())
+        ps = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(sts)]
+        for m in plan.models[d]:
+            mine = ps[ps["model"] == m]
+            has = np.isin(np.asarray(sts, dtype=object), mine["station"].to_numpy(object))
+            n_missing = int(held[~has].sum())
+            lo = max(int(mine["t_min"].min()) - int(residual_tol_ns), pd.Timestamp.min.value)
+            hi = min(int(mine["t_max"].max()) + int(residual_tol_ns), pd.Timestamp.max.value)
+            at_mine = np.zeros(max(len(rc.s_names), 1), dtype=bool)
+            at_mine[st_codes[has]] = True
+            n_outside = int((in_d & at_mine[rc.s] & ((rc.time < lo) | (rc.time > hi))).sum())
+            if not (n_missing or n_outside):
+                continue
+            record.setdefault(d, {})[m] = {"stations_without_picks": int((~has & (held > 0)).sum()),
+                                           "reference_there": n_missing, "reference_outside_its_span": n_outside}
+            parts = []
+            if n_missing:
+                parts.append(f"no pick at {int((~has & (held > 0)).sum())} of the {len(sts)} scored station(s) "
+                             f"(e.g. {show_names([s for s, h in zip(sts, has) if not h])}), which hold "
+                             f"{n_missing} of the {n_d} scored arrival(s)")
+            if n_outside:
+                parts.append(f"{n_outside} arrival(s) at its other stations outside its own span "
+                             f"{iso(lo)} … {iso(hi)} (first/last pick ± residual_tol)")
+            lines.append(f"dataset {d!r}: model {m!r} has " + " and ".join(parts) + ": they count as its misses "
+                         "(recall) and its fewer picks lower the matched budget of every model. If it was not run "
+                         "there, give the windows each model was run on as coverage (--coverage FILE).")
+    return record, lines
+
+
 def apply_scope(
     ref: pd.DataFrame,
     picks: pd.DataFrame,
@@ -269,6 +370,7 @@ def apply_scope(
     residual_tol_ns: int,
     ref_source: str = "reference",
     picks_source: str = "picks",
+    coverage: Coverage | None = None,
 ) -> Scope:
     """:func:`scope_from_summary` for picks in memory, which it also filters (``Scope.picks``).
 
@@ -282,6 +384,8 @@ def apply_scope(
     ref, picks
         Frames from :func:`pickscale.io.normalise` (``Normalised.frame``),
         all datasets together.
+    coverage
+        The windows each model was run on, or None (see :func:`scope_from_summary`).
 
     Examples
     --------
@@ -300,11 +404,17 @@ def apply_scope(
     picks_all_ds = picks["dataset"].value_counts()
     picks, _ = drop_below_floor(picks, floor)
     below_by_ds = _difference(picks_all_ds, picks["dataset"].value_counts())
-    scope = scope_from_summary(ref, summarise_picks(picks), below_by_ds=below_by_ds, floor=floor,
-                               residual_tol_ns=residual_tol_ns, ref_source=ref_source,
-                               picks_source=picks_source)
+    scope = scope_from_summary(ref, summarise_picks(picks, coverage=coverage), below_by_ds=below_by_ds,
+                               floor=floor, residual_tol_ns=residual_tol_ns, ref_source=ref_source,
+                               picks_source=picks_source, coverage=coverage)
     assert scope.plan is not None  # scope_from_summary always plans
-    scope.picks = picks.loc[scope.plan.picks_mask(picks)].reset_index(drop=True)
+    keep = scope.plan.picks_mask(picks)
+    if coverage is not None and scope.coverage_keep is not None:
+        cells = picks[["dataset", "station", "model"]].astype(object).assign(cell=pick_cells(picks, coverage))
+        kept = cells.merge(scope.coverage_keep.assign(_kept=True), on=["dataset", "station", "model", "cell"],
+                           how="left", sort=False)["_kept"].notna().to_numpy()
+        keep &= kept
+    scope.picks = picks.loc[keep].reset_index(drop=True)
     return scope
 
 

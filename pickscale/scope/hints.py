@@ -181,7 +181,7 @@ def nothing_left(source: str, role: str, rows: dict | None = None) -> str:
         shown = ", ".join(f"{k!r}: {v}" for k, v in found[:10]) + (" …" if len(found) > 10 else "")
         parts.append(f"{sum(dropped.values())} have a phase that is neither P- nor S-like (found {shown})")
     if invalid:
-        parts.append(f"{invalid} were dropped as invalid (--drop-invalid)")
+        parts.append(f"{invalid} were dropped as invalid (drop_invalid)")
     if not parts:
         return f"{head} (no P- or S-like rows, or every row was dropped). {accepted}"
     if dropped and not invalid and sum(dropped.values()) == n:
