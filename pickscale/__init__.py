@@ -21,16 +21,20 @@ from .report.tables import tables  # noqa: E402  (light: xarray is imported on u
 # matplotlib, and `pickscale --help` answers at once.
 _LAZY = {
     "score": "engine",
+    "extend": "engine",
     "local_cluster": "engine",
     "Options": "options",
     "open_results": "store",
     "save": "store",
+    "bootstrap": "results",
 }
 
 __all__ = [
     "__version__",
     "score",
+    "extend",
     "tables",
+    "bootstrap",
     "save",
     "open_results",
     "local_cluster",

@@ -3,7 +3,7 @@
 Keys: ``reference``, ``picks``, ``out`` (paths relative to the file),
 ``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``,
 ``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``,
-``block_picks``.
+``block_picks``, ``coverage`` (a path, relative to the file, in ``[inputs]`` or at the top).
 Options may also sit in an ``[options]`` table and the cluster keys in a
 ``[cluster]`` table.  An unknown key is an error, so a typo never silently
 falls back to a default.
@@ -19,15 +19,16 @@ from .errors import OptionsError
 
 __all__ = ["load_config", "KEYS"]
 
-KEYS = {
+KEYS: dict[str, type | tuple[type, ...]] = {
     "reference": str, "picks": str, "out": str,
-    "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": int,
+    "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": (int, list), "ci": float,
     "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
-    "manual_only": bool, "station_key": str, "columns": str,
+    "manual_only": bool, "station_key": str, "columns": str, "coverage": str,
     "workers": int, "scheduler": str, "block_picks": int,
 }
-_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns"), "output": ("out", "overwrite"),
-           "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid"),
+_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns", "coverage"),
+           "output": ("out", "overwrite"),
+           "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid", "ci"),
            "cluster": ("workers", "scheduler", "block_picks")}
 
 
@@ -75,10 +76,12 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
         else:
             raise OptionsError(f"config file {p}: unknown key {key!r}; known keys: {', '.join(sorted(KEYS))}.")
     for key, value in flat.items():
-        want = KEYS[key]
-        ok = isinstance(value, want) or (want is float and isinstance(value, int) and not isinstance(value, bool))
-        if not ok or (want is int and isinstance(value, bool)):
-            raise OptionsError(f"config file {p}: {key} should be a {want.__name__}, got {value!r}.")
-        if want is list and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        declared = KEYS[key]
+        wants: tuple[type, ...] = declared if isinstance(declared, tuple) else (declared,)
+        ok = any(isinstance(value, want) or (want is float and isinstance(value, int)) for want in wants)
+        if not ok or (isinstance(value, bool) and bool not in wants):
+            names = " or ".join(want.__name__ for want in wants)
+            raise OptionsError(f"config file {p}: {key} should be a {names}, got {value!r}.")
+        if isinstance(value, list) and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             raise OptionsError(f"config file {p}: {key} should be a list of numbers, got {value!r}.")
     return flat, p.resolve().parent

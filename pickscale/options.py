@@ -7,6 +7,7 @@ integer nanoseconds (for the kernel, which compares times as int64).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,9 +90,15 @@ class Options:
         added if missing.  Its lowest value is the floor.
     budget
         Matched pick budget (SPEC §7), a whole number in ``[0, 2**53]``;
-        ``None`` for the default.
+        ``None`` for the default.  Several distinct numbers (a list) read
+        ``recall_at_budget`` at each (``recall_at_budgets``, ``budgets.csv``);
+        the first is the ``budget`` of the detection table.
     exhaustive
         The reference marks every arrival: drop the ``_lb`` suffix.
+    time_bin
+        A pandas offset alias (``"1D"``, ``"7D"``, ``"MS"`` …): per-station
+        counts at the shared threshold are also kept per time bin (SPEC §10);
+        ``None`` (default) for none.
 
     Examples
     --------
@@ -104,10 +111,14 @@ class Options:
     tol: float = 0.5
     residual_tol: float = 2.0
     thresholds: Sequence[float] | None = None
-    budget: int | None = None
+    budget: int | Sequence[int] | None = None
     exhaustive: bool = False
+    time_bin: str | None = None
     grid: np.ndarray = field(init=False, repr=False, compare=False)
     fine: np.ndarray = field(init=False, repr=False, compare=False)
+    #: The run's time-bin edges (int64 ns), set by the engine once the scored span is known
+    #: (:meth:`with_bin_edges`); ``None`` without time bins.
+    bin_edges: np.ndarray | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         threshold = _finite("threshold", self.threshold)
@@ -133,25 +144,16 @@ class Options:
             grid = default_grid(threshold)
         else:
             grid = _checked_grid(self.thresholds, threshold)
-        budget = self.budget
-        if budget is not None:
-            try:
-                whole = not isinstance(budget, bool) and int(budget) == budget
-            except (TypeError, ValueError, OverflowError):
-                whole = False
-            if not whole or int(budget) < 0:
-                raise OptionsError(f"budget must be a whole number of picks >= 0; got {budget!r}.",
-                                   options=("budget",))
-            budget = int(budget)
-            if budget > MAX_BUDGET:
-                raise OptionsError(
-                    f"budget must be at most 2**53 = {MAX_BUDGET} picks; got {self.budget!r}.", options=("budget",)
-                )
+        budget = _checked_budget(self.budget)
         object.__setattr__(self, "threshold", threshold)
         object.__setattr__(self, "tol", tol)
         object.__setattr__(self, "residual_tol", rtol)
         object.__setattr__(self, "budget", budget)
         object.__setattr__(self, "exhaustive", bool(self.exhaustive))
+        if self.time_bin is not None:
+            from .kernel.bins import check_time_bin
+
+            object.__setattr__(self, "time_bin", check_time_bin(self.time_bin))
         object.__setattr__(self, "thresholds", tuple(float(x) for x in grid))
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "fine", fine_grid(float(grid[0])))
@@ -160,6 +162,22 @@ class Options:
     def floor(self) -> float:
         """The lowest grid value: picks below it take part in nothing."""
         return float(self.grid[0])
+
+    @property
+    def budgets(self) -> tuple[int, ...]:
+        """The budgets asked for, in the order given: ``()`` for the default, one or several.
+
+        Examples
+        --------
+        >>> Options().budgets, Options(budget=100).budgets, Options(budget=[200, 50]).budgets
+        ((), (100,), (200, 50))
+        """
+        budget = self.budget
+        if budget is None:
+            return ()
+        if isinstance(budget, int):
+            return (budget,)
+        return tuple(int(b) for b in budget)
 
     @property
     def tol_ns(self) -> int:
@@ -176,16 +194,32 @@ class Options:
         """Position of the shared threshold on the grid."""
         return int(np.flatnonzero(self.grid == self.threshold)[0])
 
+    def with_bin_edges(self, edges: np.ndarray | None) -> Options:
+        """A copy carrying the run's time-bin edges (int64 ns) for the kernel.
+
+        Examples
+        --------
+        >>> o = Options(time_bin="1D").with_bin_edges(np.array([0, 86_400 * 10**9]))
+        >>> o.bin_edges.tolist(), o == Options(time_bin="1D")
+        ([0, 86400000000000], True)
+        """
+        out = copy.copy(self)
+        object.__setattr__(out, "bin_edges", None if edges is None else np.asarray(edges, dtype=np.int64))
+        return out
+
     def to_attrs(self) -> dict[str, Any]:
         """Plain-JSON description, stored in the results' attributes."""
-        return {
+        out: dict[str, Any] = {
             "threshold": self.threshold,
             "tol": self.tol,
             "residual_tol": self.residual_tol,
             "thresholds": [float(x) for x in self.grid],
-            "budget": self.budget,
+            "budget": list(self.budget) if isinstance(self.budget, tuple) else self.budget,
             "exhaustive": self.exhaustive,
         }
+        if self.time_bin is not None:  # absent without time bins: the default run's attributes are unchanged
+            out["time_bin"] = self.time_bin
+        return out
 
     @classmethod
     def from_attrs(cls, attrs: dict[str, Any]) -> Options:
@@ -197,7 +231,34 @@ class Options:
             thresholds=attrs["thresholds"],
             budget=attrs.get("budget"),
             exhaustive=attrs.get("exhaustive", False),
+            time_bin=attrs.get("time_bin"),
         )
+
+
+def _whole_budget(value: Any, given: Any) -> int:
+    try:
+        whole = not isinstance(value, bool) and int(value) == value
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole or int(value) < 0:
+        raise OptionsError(f"budget must be a whole number of picks >= 0; got {given!r}.", options=("budget",))
+    if int(value) > MAX_BUDGET:
+        raise OptionsError(f"budget must be at most 2**53 = {MAX_BUDGET} picks; got {given!r}.", options=("budget",))
+    return int(value)
+
+
+def _checked_budget(budget: Any) -> int | tuple[int, ...] | None:
+    """``None``, one whole number, or several distinct ones (a one-element list is the number itself)."""
+    if budget is None:
+        return None
+    if not isinstance(budget, (list, tuple, np.ndarray)) or np.ndim(budget) != 1:
+        return _whole_budget(budget, budget)
+    values = tuple(_whole_budget(v, budget) for v in budget)
+    if not values:
+        raise OptionsError("budget is an empty list: give one or more whole numbers of picks.", options=("budget",))
+    if len(set(values)) < len(values):
+        raise OptionsError(f"budget lists a number twice: {list(values)!r}.", options=("budget",))
+    return values[0] if len(values) == 1 else values
 
 
 def _finite(name: str, value: Any) -> float:

@@ -114,7 +114,8 @@ def b_empty_folder(cat, d, ref, picks):
     (d / "empty-folder").mkdir()
     (d / "empty-folder" / "notes.txt").write_text("not a table")
     p = d / "empty-folder"
-    return Built(ref, p, needles=[str(p), "holds no *.csv, *.csv.gz, *.parquet or *.pq file", "--picks"])
+    return Built(ref, p, needles=[
+        str(p), "holds no *.csv, *.csv.gz, *.csv.bz2, *.csv.xz, *.csv.zst, *.parquet or *.pq file", "--picks"])
 
 
 def b_empty_file(cat, d, ref, picks):
@@ -414,6 +415,25 @@ def _config_case(text, *needles):
     return build
 
 
+
+def b_utf16_without_bom(cat, d, ref, picks):
+    p = _bytes(cat.reference.to_csv(index=False, sep="\t").encode("utf-16-le"), d / "reference.txt")
+    return Built(p, picks, needles=[str(p), "UTF-16 text without a byte-order mark", "save it as UTF-8"])
+
+
+def b_only_comment_lines(cat, d, ref, picks):
+    p = _bytes(b"# exported by scolv\n# no rows\n", d / "picks.csv")
+    return Built(ref, p, needles=[str(p), "only comment lines (starting with '#')", "no header and no rows"])
+
+
+def b_comment_lines_then_bad_time(cat, d, ref, picks):
+    # Rows count from the top of the file: two comment lines put data row i on line i + 4.
+    frame = cat.reference.copy()
+    frame.loc[3, "time"] = "yesterday"
+    p = _bytes(b"# exported by scolv\n# 2024-01-01\n" + frame.to_csv(index=False).encode(), d / "reference.csv")
+    return Built(p, picks, needles=[str(p), "1 invalid row(s)", "row 7: 'yesterday'"])
+
+
 CASES = [
     Case("missing-file", b_missing_file),
     Case("folder-without-tables", b_empty_folder),
@@ -490,6 +510,9 @@ CASES = [
     Case("config-wrong-type", _config_case('tol = "0.5"\n', "tol should be a float", "'0.5'")),
     Case("config-not-toml", _config_case("tol: 0.5\n", "is not valid TOML")),
     Case("config-not-utf8", _config_case(b"reference = '\xff'\n", "is not UTF-8")),
+    Case("utf16-without-bom", b_utf16_without_bom),
+    Case("only-comment-lines", b_only_comment_lines),
+    Case("comment-lines-then-bad-time", b_comment_lines_then_bad_time),
 ]
 
 CASE_IDS = [c.id for c in CASES]

@@ -1,4 +1,4 @@
-"""The ``pickscale`` command: ``score``, ``demo`` and ``report``.
+"""The ``pickscale`` command: ``score``, ``extend``, ``demo`` and ``report``.
 
 The command only parses (:mod:`~pickscale.cli.parser`, :mod:`~pickscale.cli.study`), runs the one flow of
 :mod:`~pickscale.cli.flow` (:mod:`~pickscale.cli.commands`) and reports: a library error becomes a message
@@ -9,13 +9,14 @@ pickscale and exits with status 1.  Ctrl-C exits 130, SIGTERM 143, each after cl
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import traceback
 import warnings
 from collections.abc import Sequence
 
-from ..errors import OptionsError, PickscaleError, PickscaleWarning  # noqa: F401 (OptionsError: the doctest)
+from ..errors import InputError, OptionsError, PickscaleError, PickscaleWarning  # noqa: F401 (OptionsError: the doctest)
 from .commands import COMMANDS
 from .parser import build_parser
 from .runtime import sigterm_as_interrupt
@@ -39,14 +40,36 @@ def in_cli_terms(exc: BaseException) -> str:
     --------
     >>> in_cli_terms(OptionsError("residual_tol (0.2 s) must be >= tol (0.5 s).", options=("residual_tol", "tol")))
     '--residual-tol (0.2 s) must be >= --tol (0.5 s).'
-    >>> in_cli_terms(OptionsError("Fix these rows in /data/drop_invalid.csv, or rerun with drop_invalid."))
+    >>> in_cli_terms(InputError("Fix these rows in /data/drop_invalid.csv, or rerun with drop_invalid."))
     'Fix these rows in /data/drop_invalid.csv, or rerun with --drop-invalid.'
     """
     text = str(exc)
-    for name in dict.fromkeys((*getattr(exc, "options", ()), *_UNMISTAKABLE)):
+    # Input errors may come from a worker as text: their options are named by the unmistakable words.
+    # (An OptionsError about a study file names its TOML keys, which are not flags.)
+    unmistakable = _UNMISTAKABLE if isinstance(exc, InputError) else ()
+    for name in dict.fromkeys((*getattr(exc, "options", ()), *unmistakable)):
         # A whole word, not part of a path or a file name.
         text = re.sub(rf"(?<![\w/.-]){re.escape(name)}(?!\w|\.\w)", "--" + name.replace("_", "-"), text)
     return text
+
+
+def _closed_pipe() -> int:
+    """stdout's reader went away (`pickscale score … | head`): end quietly, as command-line tools do.
+
+    Everything was written before the tables were printed.  stdout is pointed at /dev/null so that
+    Python's own flush at exit does not complain; the status is 141 (128 + SIGPIPE), as a shell reports
+    a tool that the closed pipe stopped.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (captured): nothing to quiet
+        pass
+    return EXIT_CLOSED_PIPE
+
+
+#: Exit status when stdout was closed by its reader.
+EXIT_CLOSED_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with sigterm_as_interrupt():
         try:
             return COMMANDS[args.command](args)
+        except BrokenPipeError:
+            return _closed_pipe()
         except PickscaleError as exc:
             print(f"pickscale: error: {in_cli_terms(exc)}", file=sys.stderr)
             return EXIT_USAGE

@@ -1,19 +1,21 @@
-"""The three commands: each turns its arguments into a run of :mod:`pickscale.cli.flow` and reports it."""
+"""The commands: each turns its arguments into a run of :mod:`pickscale.cli.flow` and reports it."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import PickscaleError, StoreError
 from .flow import run_into, write_outputs
 from .runtime import command_client
 from .state import EXIT_OK
-from .study import scoring_options, study_of, whole_number
+from .study import ci_level, scoring_options, study_of, whole_number
 
-__all__ = ["score_command", "demo_command", "report_command", "COMMANDS"]
+__all__ = ["score_command", "demo_command", "report_command", "extend_command", "closing_summary", "COMMANDS"]
 
 
 def score_command(args: argparse.Namespace) -> int:
@@ -21,15 +23,53 @@ def score_command(args: argparse.Namespace) -> int:
     from ..engine import score, small_local_input
 
     study = study_of(args)
+    level = study.ci
+    started = time.monotonic()
 
     def produce(closing: list) -> Any:
         in_process = study.workers is None and small_local_input(study.reference, study.picks)
         with command_client(study.workers, study.scheduler, closing, in_process=in_process) as client:
-            return score(study.reference, study.picks, client=client, **study.score_keywords())
+            ds = score(study.reference, study.picks, client=client, **study.score_keywords())
+        return _with_ci(ds, level)
 
-    run_into(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
-             figures=not args.no_figures, quiet=args.quiet)
+    ds = run_into(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
+                  figures=not args.no_figures, quiet=args.quiet)
+    if not args.quiet:
+        print(closing_summary(ds, study.out_dir, time.monotonic() - started), file=sys.stderr)
     return EXIT_OK
+
+
+def _with_ci(ds: Any, level: float | None) -> Any:
+    """``--ci``: the bootstrap intervals of SPEC §12 (stored with the results); unchanged without it."""
+    if level is None:
+        return ds
+    from ..results.bootstrap import bootstrap
+
+    return bootstrap(ds, level=level)
+
+
+def closing_summary(ds: Any, out_dir: Path, seconds: float) -> str:
+    """What a run did, in a few lines: rows read, excluded and why, models, stations, wall time, outputs.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(coords={"dataset": ["d"], "model": ["m", "n"], "station": ["A", "B", "C"]}, attrs={
+    ...     "inputs": {"reference": {"rows_read": 10}, "picks": {"rows_read": 2000}},
+    ...     "exclusions": {"picks_below_floor": 5, "reference_outside_span": 0}})
+    >>> print(closing_summary(ds, Path("out"), 12.34))
+    summary: read 10 reference row(s) and 2,000 pick row(s); excluded: 5 picks below floor
+      scored 1 dataset(s), 2 model(s), 3 station(s) in 12.3 s; outputs in out (results.zarr, tables, figures)
+    """
+    inputs = ds.attrs.get("inputs", {})
+    read = (f"read {inputs.get('reference', {}).get('rows_read', 0):,} reference row(s) and "
+            f"{inputs.get('picks', {}).get('rows_read', 0):,} pick row(s)")
+    out = {k: v for k, v in ds.attrs.get("exclusions", {}).items() if v}
+    excluded = ("; excluded: " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in out.items())
+                if out else "; nothing excluded")
+    sizes = {name: int(ds.sizes.get(name, 0)) for name in ("dataset", "model", "station")}
+    return (f"summary: {read}{excluded}\n  scored {sizes['dataset']} dataset(s), {sizes['model']} model(s), "
+            f"{sizes['station']} station(s) in {seconds:.1f} s; outputs in {out_dir} (results.zarr, tables, figures)")
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -42,6 +82,7 @@ def demo_command(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     options = scoring_options(args, {})
     Options(**options)
+    level = ci_level(getattr(args, "ci", None))
     workers = whole_number(args.workers, "--workers")
     block_picks = whole_number(args.block_picks, "--block-picks")
 
@@ -52,7 +93,8 @@ def demo_command(args: argparse.Namespace) -> int:
         print(f"inputs: {ref_path} and {picks_path}")
         # The demo is small: it runs in this process unless workers or a scheduler are asked for.
         with command_client(workers, args.scheduler, closing, in_process=workers is None) as client:
-            return score(str(ref_path), str(picks_path), client=client, block_picks=block_picks, **options)
+            ds = score(str(ref_path), str(picks_path), client=client, block_picks=block_picks, **options)
+        return _with_ci(ds, level)
 
     ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
                   figures=not args.no_figures, quiet=args.quiet,
@@ -68,7 +110,8 @@ def report_command(args: argparse.Namespace) -> int:
     from ..report.outputs import check_outputs, cleanup_output_temporaries
     from ..store import open_results
 
-    ds = open_results(args.store)  # checked against its manifest and loaded: one consistent snapshot
+    level = ci_level(getattr(args, "ci", None))
+    ds = _with_ci(open_results(args.store), level)  # checked against its manifest and loaded: one snapshot
     out_dir = Path(args.out) if args.out else Path(args.store).resolve().parent
     if os.path.lexists(out_dir) and not out_dir.is_dir():
         raise StoreError(f"--out {out_dir} is a file, not a folder.")
@@ -79,4 +122,45 @@ def report_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"score": score_command, "demo": demo_command, "report": report_command}
+def extend_command(args: argparse.Namespace) -> int:
+    """``pickscale extend DIR``: the store in DIR extended by new inputs, its tables and figures rewritten."""
+    from ..engine.extension import OPTION_NAMES, check_options, extended
+    from ..io import check_columns, resolve_sources
+    from ..store import open_results, read_root_attrs
+
+    out_dir = Path(args.dir)
+    target = out_dir / "results.zarr"
+    given = scoring_options(args, {})
+    if os.path.isdir(target):  # options and inputs refused before any work (checked again on the store read)
+        options = read_root_attrs(target).get("options")
+        if isinstance(options, dict):
+            check_options(options, given)
+    check_columns(args.columns)
+    for flag, source in (("--reference", args.reference), ("--picks", args.picks)):
+        try:
+            resolve_sources(source)
+        except PickscaleError as exc:
+            raise type(exc)(f"{flag} {exc}") from None
+    workers = whole_number(args.workers, "--workers")
+    block_picks = whole_number(args.block_picks, "--block-picks")
+    reading = {"drop_invalid": bool(args.drop_invalid), "manual_only": bool(args.manual_only),
+               "station_key": args.station_key or "as-is", "columns": args.columns}
+    started = time.monotonic()
+
+    def produce(closing: list) -> Any:
+        from ..engine import small_local_input
+
+        stored = open_results(target)
+        in_process = workers is None and small_local_input(args.reference, args.picks)
+        with command_client(workers, args.scheduler, closing, in_process=in_process) as client:
+            return extended(stored, args.reference, args.picks, replace=bool(args.replace), client=client,
+                            block_picks=block_picks, **reading, **{k: given.get(k) for k in OPTION_NAMES})
+
+    ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
+                  figures=not args.no_figures, quiet=args.quiet, extend=True)
+    if not args.quiet:
+        print(closing_summary(ds, out_dir, time.monotonic() - started), file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"score": score_command, "demo": demo_command, "report": report_command, "extend": extend_command}

@@ -25,21 +25,27 @@ from ..errors import StoreError
 from ..report.outputs import check_outputs, cleanup_output_temporaries, write_report
 from .state import Run
 
-__all__ = ["run_into", "write_outputs", "check_target", "check_store"]
+__all__ = ["run_into", "write_outputs", "check_target", "check_store", "check_extendable"]
 
 
 def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], fmt: str, figures: bool,
-             quiet: bool, also: Sequence[str] = ()) -> Any:
+             quiet: bool, also: Sequence[str] = (), extend: bool = False) -> Any:
     """Run ``produce(closing)`` under the store's lock in ``out_dir`` and write what it returns; return it.
 
     ``produce`` scores and returns the Dataset; it may append threads to ``closing`` (a cluster shutting
     down while the results are written), joined before this returns.  ``also``: further files the command
-    writes in ``out_dir`` (the demo's inputs), refused like the outputs unless ``overwrite``.
+    writes in ``out_dir`` (the demo's inputs), refused like the outputs unless ``overwrite``.  With
+    ``extend`` (``pickscale extend``) the store must exist and be a pickscale store: it is replaced
+    atomically, and the tables and figures written from it are rewritten (as ``report`` does).
     """
     from ..store import reserved, save
 
-    check_target(out_dir, overwrite)
-    created = _make_folder(out_dir)
+    if extend:
+        check_extendable(out_dir / "results.zarr")
+        created: list[Path] = []
+    else:
+        check_target(out_dir, overwrite)
+        created = _make_folder(out_dir)
     finished = False
     closing: list = []
     try:
@@ -47,13 +53,16 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], 
             Run.target = target
             _cleanup_stale(target)
             cleanup_output_temporaries(out_dir)
-            check_store(target, overwrite)  # again, now that no other run can change it
-            check_outputs(out_dir, overwrite, also=also)  # the tables and figures, before any work is done
+            # Again, now that no other run can change it.
+            check_extendable(target) if extend else check_store(target, overwrite)
+            own = target if extend else None  # extend rewrites the outputs written from the store it replaces
+            check_outputs(out_dir, overwrite, also=also, own_store=own)  # before any work is done
             ds = produce(closing)
-            check_outputs(out_dir, overwrite)  # in case a file appeared during the run: still nothing written
-            store = save(ds, out_dir / "results.zarr", overwrite=overwrite)
+            check_outputs(out_dir, overwrite, own_store=own)  # a file appeared during the run: nothing written
+            store = save(ds, out_dir / "results.zarr", overwrite=overwrite or extend)
             Run.store = store
-            for line in ds.attrs.get("warnings", []):
+            said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
+            for line in said:
                 print(f"warning: {line}", file=sys.stderr)
             write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet)
             if not quiet:
@@ -71,6 +80,8 @@ def write_outputs(ds: Any, out_dir: Path, store: Path | None, *, fmt: str, figur
     """The tables and figures of ``ds`` in ``out_dir``; a full disk or a read-only folder is a StoreError."""
     try:
         write_report(ds, out_dir, fmt=fmt, figures=figures, quiet=quiet, store=store)
+    except BrokenPipeError:  # stdout closed by its reader (`| head`): not the folder's fault
+        raise
     except OSError as exc:
         what = exc.strerror or str(exc)
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
@@ -103,6 +114,17 @@ def check_store(store: Path, overwrite: bool) -> None:
                          "it (not even with --overwrite): choose another --out, or remove it yourself.")
     if not overwrite:
         raise StoreError(f"{store} already exists; pass --overwrite to replace it, or choose another --out.")
+
+
+def check_extendable(store: Path) -> None:
+    """``pickscale extend``: a complete pickscale store must be at ``store``."""
+    from ..store import is_pickscale_store
+
+    if not os.path.lexists(store):
+        raise StoreError(f"no results store at {store}: `pickscale extend DIR` extends the results.zarr that "
+                         "`pickscale score --out DIR` wrote.")
+    if not is_pickscale_store(Path(os.path.abspath(store))):
+        raise StoreError(f"{store} is not a pickscale results store; pickscale extend replaces only its own stores.")
 
 
 def _make_folder(folder: Path) -> list[Path]:

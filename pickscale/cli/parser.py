@@ -25,6 +25,24 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
 
 
+def _budgets(text: str) -> int | list[int]:
+    """``--budget N`` or ``--budget 50,100,200`` (several: one row per budget in budgets.csv)."""
+    try:
+        values = [int(v) for v in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of picks, or several separated by commas, "
+                                         f"got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected a whole number of picks")
+    return values[0] if len(values) == 1 else values
+
+
+def _add_ci(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ci", type=float, nargs="?", const=0.95, default=None, metavar="LEVEL",
+                   help="bootstrap intervals over stations (1,000 draws, seed 0) at LEVEL (default 0.95): "
+                        "<metric>_lo/_hi columns, error bars, and model_differences.csv")
+
+
 def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=float, default=None,
                    help="shared threshold the tables are read at (default 0.3)")
@@ -33,10 +51,15 @@ def _add_options(p: argparse.ArgumentParser) -> None:
                    help="residual matching tolerance in seconds (default 2.0)")
     p.add_argument("--thresholds", type=_floats, default=None,
                    help="sweep grid, comma-separated, ascending (default 0.02, 0.04, …, 0.94)")
-    p.add_argument("--budget", type=int, default=None,
-                   help="matched pick budget (default: min(n_reference, least emitted))")
+    p.add_argument("--budget", type=_budgets, default=None,
+                   help="matched pick budget (default: min(n_reference, least emitted)); several, e.g. "
+                        "50,100,200: recall at each in budgets.csv (the first in detection.csv)")
+    _add_ci(p)
     p.add_argument("--exhaustive", action="store_true", default=None,
                    help="the reference marks every arrival: precision and f1 are exact (no _lb)")
+    p.add_argument("--time-bin", default=None, metavar="FREQ",
+                   help="also count per time bin at the shared threshold (pandas offset alias: 1h, 1D, 7D, MS for "
+                        "calendar months …): over_time.csv and figures/recall_over_time")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler, e.g. tcp://host:8786 (or set DASK_SCHEDULER_ADDRESS)")
@@ -75,11 +98,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare stations as written (default) or reduced to NET.STA on both sides")
     s.add_argument("--columns", default=None,
                    help="column names no alias covers, e.g. model=rid,station=tid")
+    s.add_argument("--coverage", default=None, metavar="FILE",
+                   help="the windows of data the models were run on (CSV/Parquet: station, start, end; optional "
+                        "dataset, model): arrivals and picks outside the windows every model of their dataset "
+                        "was run on are excluded and counted")
     _add_options(s)
 
     d = sub.add_parser("demo", help="score a synthetic catalogue with known properties")
     d.add_argument("--out", required=True, help="output folder (inputs/, results.zarr, tables)")
     _add_options(d)
+
+    e = sub.add_parser("extend", help="add new models, datasets or a later stretch of time to a results store")
+    e.add_argument("dir", help="the folder of a results store (its results.zarr, tables and figures)")
+    e.add_argument("--reference", required=True, help="reference arrivals of the new inputs")
+    e.add_argument("--picks", required=True, help="picks of the new inputs (new models, datasets or time)")
+    e.add_argument("--replace", action="store_true",
+                   help="score again a (dataset, model) already stored over an overlapping span, in place of it")
+    e.add_argument("--drop-invalid", action="store_true", default=None, help="drop invalid rows with a warning")
+    e.add_argument("--manual-only", action="store_true", default=None,
+                   help="from a bulletin (QuakeML …), keep only picks whose evaluation mode is manual")
+    e.add_argument("--station-key", choices=("as-is", "net.sta"), default=None,
+                   help="compare stations as written (default) or reduced to NET.STA on both sides")
+    e.add_argument("--columns", default=None, help="column names no alias covers, e.g. model=rid,station=tid")
+    _add_options(e)  # scoring options come from the store: given ones must agree with it
 
     r = sub.add_parser("report", help="write the tables of a results store and print them")
     r.add_argument("store", help="a results.zarr written by pickscale score")
@@ -88,5 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace pickscale's own tables, figures and pickscale-outputs.json in --out; without "
                         "it, pickscale refuses to replace them unless they are out of date (written from "
                         "another results store). No other file is ever replaced or deleted")
+    _add_ci(r)
     _add_output(r)
     return parser

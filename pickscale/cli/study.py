@@ -15,9 +15,9 @@ from typing import Any
 
 from ..errors import OptionsError, PickscaleError
 
-__all__ = ["Study", "study_of", "scoring_options", "whole_number"]
+__all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level"]
 
-_SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive")
+_SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin")
 
 
 @dataclass
@@ -28,11 +28,12 @@ class Study:
     picks: Any
     out_dir: Path
     overwrite: bool = False
-    reading: dict[str, Any] = field(default_factory=dict)  # drop_invalid, manual_only, station_key, columns
+    reading: dict[str, Any] = field(default_factory=dict)  # drop_invalid, manual_only, station_key, columns, coverage
     options: dict[str, Any] = field(default_factory=dict)  # the keywords of pickscale.Options
     scheduler: str | None = None
     workers: int | None = None
     block_picks: int | None = None
+    ci: float | None = None  # --ci LEVEL: bootstrap intervals (SPEC §12)
 
     def score_keywords(self) -> dict[str, Any]:
         """The keywords of :func:`pickscale.score` besides the inputs and the client."""
@@ -53,6 +54,21 @@ def whole_number(value: Any, flag: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise OptionsError(f"{flag} must be a whole number >= 1; got {value!r}.")
     return value
+
+
+def ci_level(value: Any) -> float | None:
+    """``--ci LEVEL`` checked before any work: a number in (0, 1), or None without ``--ci``.
+
+    Examples
+    --------
+    >>> ci_level(None), ci_level(0.9)
+    (None, 0.9)
+    """
+    if value is None:
+        return None
+    if not 0.0 < float(value) < 1.0:
+        raise OptionsError(f"--ci LEVEL must lie strictly between 0 and 1 (e.g. 0.95); got {value!r}.")
+    return float(value)
 
 
 def _relative(value: Any, base: Path, from_command_line: Any) -> Any:
@@ -78,6 +94,9 @@ def study_of(args: argparse.Namespace) -> Study:
     if args.config:
         config, base = load_config(args.config)
     given = {"reference": args.reference, "picks": args.picks, "out": args.out}
+    coverage = _flag(args, config, "coverage")
+    if coverage is not None and base is not None:
+        coverage = _relative(coverage, base, getattr(args, "coverage", None))
     paths = {key: value or config.get(key) for key, value in given.items()}
     missing = [f"--{key}" for key, value in paths.items() if not value]
     if missing:
@@ -90,15 +109,19 @@ def study_of(args: argparse.Namespace) -> Study:
         reading={"drop_invalid": bool(_flag(args, config, "drop_invalid", False)),
                  "manual_only": bool(_flag(args, config, "manual_only", False)),
                  "station_key": _flag(args, config, "station_key", "as-is"),
-                 "columns": _flag(args, config, "columns")},
+                 "columns": _flag(args, config, "columns"), "coverage": coverage},
         options=scoring_options(args, config),
         scheduler=_flag(args, config, "scheduler"),
         workers=whole_number(_flag(args, config, "workers"), "--workers"),
         block_picks=whole_number(_flag(args, config, "block_picks"), "--block-picks"),
+        ci=ci_level(_flag(args, config, "ci")),
     )
     # Fail on a bad option or a missing input before anything is created or a cluster is started.
     Options(**study.options)
     check_columns(study.reading["columns"])
+    if coverage is not None and "://" not in str(coverage) and not os.path.isfile(str(coverage)):
+        raise OptionsError(f"--coverage {coverage}: no such file (a CSV or Parquet file of windows: station, "
+                           "start, end; optional dataset, model).")
     for flag, source in (("--reference", study.reference), ("--picks", study.picks)):
         try:
             resolve_sources(source)

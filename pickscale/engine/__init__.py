@@ -19,6 +19,7 @@ from typing import Any
 
 _LAZY = {
     "score": "run",
+    "extend": "extension",
     "load": "inputs",
     "Source": "inputs",
     "local_cluster": "cluster",

@@ -60,14 +60,31 @@ class Piece:
         return int(self.time.size)
 
 
-def _plan_codes(part: PickPart, plan: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows at scored stations, their work unit, their group = model index * 2 + phase code)."""
+def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:
+    """Per pick: inside its dataset's common coverage (``cover`` = (Coverage, the kept cells of the scope))."""
+    from .parts import part_cells
+
+    coverage, keep = cover
+    width = np.int64(coverage.n_cells + 1)
+    combos = part.combos[["dataset", "station", "model"]].reset_index(names="combo")
+    pairs = combos.merge(keep, on=["dataset", "station", "model"], how="inner", sort=False)
+    kept = np.sort(pairs["combo"].to_numpy(np.int64) * width + pairs["cell"].to_numpy(np.int64) + 1)
+    key = part.combo.astype(np.int64) * width + part_cells(part, coverage) + 1
+    pos = np.minimum(np.searchsorted(kept, key), max(kept.size - 1, 0))
+    return (kept[pos] == key) if kept.size else np.zeros(key.size, dtype=bool)
+
+
+def _plan_codes(part: PickPart, plan: Any, cover: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows at scored stations — and inside the coverage — their work unit, their group = model index * 2 + phase)."""
     combos = part.combos[["dataset", "station", "model"]]
     codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
     skey_of = codes["skey"].to_numpy(np.float64)
     mcode_of = codes["mcode"].to_numpy(np.float64)
     scored = ~np.isnan(skey_of)
-    rows = np.flatnonzero(scored[part.combo])
+    if cover is None:
+        rows = np.flatnonzero(scored[part.combo])
+    else:  # picks outside the common coverage are dropped here, on the worker
+        rows = np.flatnonzero(scored[part.combo] & _in_coverage(part, cover))
     combo = part.combo[rows]
     unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[rows])
     group_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
@@ -75,13 +92,14 @@ def _plan_codes(part: PickPart, plan: Any) -> tuple[np.ndarray, np.ndarray, np.n
     return rows, unit, group
 
 
-def split_part(part: PickPart, plan: Any) -> tuple[Piece, ...]:
+def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...]:
     """Cut one part into one :class:`Piece` per work partition (picks of unscored stations dropped).
 
     ``plan`` is a :class:`pickscale.engine.plan.UnitPlan`.  The direct exchange: each
     scoring task takes one piece of every part (see :mod:`pickscale.engine.exchange`).
+    ``cover``: None, or (Coverage, the scope's kept cells): picks outside the coverage are dropped too.
     """
-    rows, unit, group = _plan_codes(part, plan)
+    rows, unit, group = _plan_codes(part, plan, cover)
     # One sort by (partition, unit): units are numbered so that this is one integer key.
     rank = plan.unit_rank[unit]
     order = np.argsort(rank)
@@ -110,9 +128,10 @@ def exchange_meta(conf_dtype: Any, group_dtype: Any) -> pd.DataFrame:
                          "conf": np.zeros(0, conf_dtype)})
 
 
-def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
+def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any,
+                    cover: Any = None) -> pd.DataFrame:
     """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition)."""
-    rows, unit, group = _plan_codes(part, plan)
+    rows, unit, group = _plan_codes(part, plan, cover)
     return pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
                          "group": group, "time": part.time[rows],
                          "conf": part.conf[rows].astype(conf_dtype, copy=False)})
@@ -163,9 +182,10 @@ def labels_for(n_parts: int) -> np.ndarray:
     return labels
 
 
-def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any) -> list[Any]:
+def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
+           cover: Any = None) -> list[Any]:
     """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, by the direct exchange."""
-    pieces = [delayed(split_part)(p, shared_plan) for p in pick_parts]
+    pieces = [delayed(split_part)(p, shared_plan, cover) for p in pick_parts]
     part_of = ref_codes["part"].to_numpy(np.int64)
     order = np.argsort(part_of, kind="stable")
     bounds = np.searchsorted(part_of[order], np.arange(plan.n_parts + 1))
@@ -179,13 +199,13 @@ def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pla
 
 
 def shuffle(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
-            conf_dtype: Any, distributed: bool) -> list[Any]:
+            conf_dtype: Any, distributed: bool, cover: Any = None) -> list[Any]:
     """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
     import dask.dataframe as dd
 
     labels = labels_for(plan.n_parts)
     meta = exchange_meta(conf_dtype, plan.group_dtype)
-    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype) for p in pick_parts],
+    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype, cover) for p in pick_parts],
                             meta=meta, verify_meta=False)
     arrivals = arrivals_frame(ref_codes, plan, labels, conf_dtype)
     n_arrival_parts = max(1, -(-len(arrivals) // _ARRIVALS_PER_PART))

@@ -19,7 +19,7 @@ from dask import delayed
 
 from ..kernel import FAN_IN
 
-__all__ = ["scheduler", "n_workers", "compute", "persist", "tree_reduce"]
+__all__ = ["scheduler", "n_workers", "compute", "persist", "tree_reduce", "persist_stage", "reduce_stage"]
 
 def scheduler(client: Any) -> Any:
     """The Client to use: the one given, else the current one, else None (Dask's local default)."""
@@ -99,3 +99,81 @@ def _local() -> str:
     """Dask's configured local scheduler (threads by default), named: left unnamed, dask imports
     ``distributed`` (~0.15 s) only to look for a client that :func:`scheduler` already found absent."""
     return str(dask.config.get("scheduler", None) or "threads")
+
+
+# --------------------------------------------------------------------------- stages with a progress display
+
+
+class _Counting:
+    """A Dask local-scheduler callback: one :class:`~pickscale.engine.progress.Stage` step per finished key."""
+
+    def __init__(self, keys: set, stage: Any) -> None:
+        from dask.callbacks import Callback
+
+        def posttask(key, result, dsk, state, worker_id) -> None:
+            if key in keys:
+                keys.discard(key)
+                stage.update()
+
+        self.callback = Callback(posttask=posttask)
+
+    def __enter__(self) -> _Counting:
+        self.callback.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.callback.__exit__(*exc)
+
+
+def persist_stage(tasks: Sequence[Any], client: Any, *, label: str, progress: bool) -> list[Any]:
+    """:func:`persist` with a labelled count of the finished tasks (``label`` k/n) when ``progress``.
+
+    On a cluster the count follows the persisted futures (``distributed.as_completed``) and this returns
+    once every task has finished; on the local scheduler a Dask callback counts them.
+    """
+    if not progress or not tasks:
+        return persist(tasks, client)
+    from .progress import Stage
+
+    with Stage(label, len(tasks)) as stage:
+        if client is None:
+            with _Counting({t.key for t in tasks}, stage):
+                return list(dask.persist(*tasks))
+        from distributed import as_completed, futures_of
+
+        out = client.persist(list(tasks), retries=3)
+        for _ in as_completed(futures_of(out), loop=client.loop):
+            stage.update()
+        return out
+
+
+def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, progress: bool) -> Any:
+    """``tree_reduce(items, combine)`` computed, with a labelled count of the finished ``items`` when ``progress``.
+
+    ``items`` is emptied once submitted (the caller keeps no handle on intermediate data).  On a cluster
+    the items are submitted as futures and the tree is built over them, so ``as_completed`` can count
+    them; the tree and its order — hence every number — are the same.
+    """
+    if not progress or not items:
+        return compute([tree_reduce(items, combine)], client, label=label, progress=False, release=True)[0]
+    from .progress import Stage
+
+    with Stage(label, len(items)) as stage:
+        if client is None:
+            keys = {t.key for t in items}
+            job = [tree_reduce(items, combine)]
+            items.clear()
+            with _Counting(keys, stage):
+                return dask.compute(*job)[0]
+        from distributed import as_completed
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            futures = client.compute(list(items), retries=3)
+            items.clear()
+            total = client.compute(tree_reduce([delayed(f) for f in futures], combine), retries=3)
+        counting = as_completed(futures, loop=client.loop)
+        del futures  # as_completed holds each future until it is counted; the tree holds what it needs
+        for _ in counting:
+            stage.update()
+        return total.result()

@@ -37,6 +37,7 @@ __all__ = [
     "report_of",
     "encode_picks",
     "outline",
+    "part_cells",
     "merge_outlines",
 ]
 
@@ -90,7 +91,7 @@ def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, column
 
     if is_parquet(path):
         return read_projected(path, role=role, row_groups=row_groups, columns=check_columns(columns))
-    return read_raw(path)
+    return read_raw(path, role=role)  # hive folder values added as for Parquet (SPEC §1)
 
 
 def _joined(failures: list[Failure]) -> Failure:
@@ -188,7 +189,7 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
     if len(parts) == 1:
         return parts[0]
     combos = pd.concat([p.combos for p in parts], ignore_index=True)
-    names = ["dataset", "station", "model"]
+    names = ["dataset", "station", "model"] + (["cell"] if "cell" in combos else [])
     groups = combos.groupby(names, sort=True)
     key = groups.ngroup().to_numpy(np.int64)  # numbered in the sorted order of the keys below
     uniques = groups.size().reset_index()[names]
@@ -200,7 +201,7 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
     np.minimum.at(t_min, key, combos["t_min"].to_numpy(np.int64))
     np.maximum.at(t_max, key, combos["t_max"].to_numpy(np.int64))
     merged = pd.DataFrame({
-        **{name: uniques[name].to_numpy(dtype=object) for name in names},
+        **{name: uniques[name].to_numpy(dtype=np.int64 if name == "cell" else object) for name in names},
         "n_picks": np.bincount(key, weights=combos["n_picks"].to_numpy(np.int64), minlength=n).astype(np.int64),
         "t_min": t_min, "t_max": t_max,
     })
@@ -294,12 +295,44 @@ def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, inverse.reshape(-1)
 
 
-def outline(part: PickPart | Failure) -> PickPart | Failure:
-    """The part without its arrays: what the client needs to decide the scope and the plan."""
+def part_cells(part: PickPart, coverage: Any) -> np.ndarray:
+    """The coverage cell of each pick of a part (int64, −1: in no window; :mod:`pickscale.scope.coverage`)."""
+    d_codes, d_names = pd.factorize(part.combos["dataset"].to_numpy(object))
+    s_codes, s_names = pd.factorize(part.combos["station"].to_numpy(object))
+    combo = part.combo.astype(np.int64)
+    return coverage.cells(np.asarray(d_names, object), np.asarray(s_names, object), d_codes[combo],
+                          s_codes[combo], part.time)
+
+
+def _cell_combos(part: PickPart, coverage: Any) -> pd.DataFrame:
+    """The part's summary per (dataset, station, model, cell): its picks counted per coverage cell."""
+    cells = part_cells(part, coverage) + 1  # 0: in no window
+    width = coverage.n_cells + 1
+    distinct, row = _dense(part.combo.astype(np.int64) * width + cells, len(part.combos) * width)
+    n = distinct.size
+    combo_of, cell_of = distinct // width, distinct % width - 1
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(t_min, row, part.time)
+    np.maximum.at(t_max, row, part.time)
+    return pd.DataFrame({
+        **{c: part.combos[c].to_numpy(object)[combo_of] for c in ("dataset", "station", "model")},
+        "cell": cell_of.astype(np.int64), "n_picks": np.bincount(row, minlength=n).astype(np.int64),
+        "t_min": t_min, "t_max": t_max,
+    })
+
+
+def outline(part: PickPart | Failure, coverage: Any = None) -> PickPart | Failure:
+    """The part without its arrays: what the client needs to decide the scope and the plan.
+
+    With a ``coverage`` (:class:`pickscale.scope.Coverage`), its summary is per (dataset, station, model,
+    cell): the client decides the common coverage from counts, without a pick.
+    """
     if isinstance(part, Failure):
         return part
-    return dataclasses.replace(part, combo=part.combo[:0], phase=part.phase[:0], time=part.time[:0],
-                               conf=part.conf[:0])
+    combos = _cell_combos(part, coverage) if coverage is not None else part.combos
+    return dataclasses.replace(part, combos=combos, combo=part.combo[:0], phase=part.phase[:0],
+                               time=part.time[:0], conf=part.conf[:0])
 
 
 def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:

@@ -41,6 +41,10 @@ def attributes(options, scope, ref_src, pick_src, ref_report, pick_report, start
         },
         "exclusions": dict(scope.exclusions),
         "exclusions_by_dataset": {d: dict(c) for d, c in scope.exclusions_by_dataset.items()},
+        # The windows the models were run on (SPEC §2, "Coverage"; {} without), and per model the arrivals
+        # charged as misses where it has no pick (JSON: per dataset and model).
+        "coverage": dict(scope.report.get("coverage", {})),
+        "unpicked": dict(scope.report.get("unpicked", {})),
         "warnings": ref_report.warnings() + pick_report.warnings() + list(scope.warnings),
         "lower_bound_note": (
             "_lb marks a lower bound: an unmatched pick may be a real arrival the analyst never marked."

@@ -20,7 +20,6 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,10 +34,10 @@ from ..kernel import Partial, combine_partials, complete, score_station
 from ..options import Options
 from ..scope import Scope, scope_from_summary
 from . import exchange
-from .graph import compute, n_workers, persist, scheduler, tree_reduce
+from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, tree_reduce
 from .inputs import load
 from .parts import Failure, PickPart, merge_outlines, outline, report_of
-from .plan import plan_units
+from .plan import check_units, plan_units
 from .provenance import attributes, rows_read
 
 if TYPE_CHECKING:
@@ -58,16 +57,18 @@ def score(
     tol: float = 0.5,
     residual_tol: float = 2.0,
     thresholds: Sequence[float] | None = None,
-    budget: int | None = None,
+    budget: int | Sequence[int] | None = None,
     exhaustive: bool = False,
     drop_invalid: bool = False,
     manual_only: bool = False,
     station_key: str = "as-is",
     columns: Any = None,
+    coverage: Any = None,
     client: Any = None,
     progress: bool | None = None,
     block_picks: int | None = None,
     exchange_method: str = "auto",
+    time_bin: str | None = None,
 ) -> xr.Dataset:
     """Score picks against reference arrivals; every SPEC metric in one Dataset.
 
@@ -94,12 +95,20 @@ def score(
     columns
         Column names no alias covers, e.g. ``{"model": "rid", "station":
         "tid"}`` (or ``"model=rid,station=tid"``).
+    coverage
+        The windows of data the models were run on: a CSV/Parquet file or a
+        DataFrame with ``station, start, end`` and optionally ``dataset`` and
+        ``model`` (SPEC §2, "Coverage").  Arrivals and picks outside the
+        windows every model of their dataset was run on are excluded and
+        counted.  Default: none (every arrival at a scored station counts).
     client
         A ``distributed.Client``.  Default: the current client if there is one,
         else Dask's local scheduler (no cluster is started here; see
         :func:`local_cluster`).
     progress
-        Show a progress bar (default: when stderr is a terminal).
+        Show the progress of each stage on stderr (reading picks k/n, scoring
+        partitions k/n): a bar on a terminal, else a line every 10 s of a
+        stage that lasts longer (default True; False: nothing).
     block_picks
         Target number of picks per work unit: a busier station is cut into
         time blocks at quiet gaps (no arrival within ``residual_tol``), which
@@ -111,6 +120,11 @@ def score(
         partitions), ``"direct"`` (one piece per part and partition; fastest
         while both are few) or ``"auto"`` (direct while parts × partitions
         <= 4,096).  Never changes a number.
+    time_bin
+        A pandas offset alias (``"1h"``, ``"1D"``, ``"7D"``, ``"MS"`` for
+        calendar months …): the counts at the shared threshold are also kept
+        per time bin (``*_over_time``, dim ``time_bin``; SPEC §10).  Default:
+        none (no such variables).
 
     Returns
     -------
@@ -135,15 +149,15 @@ def score(
     1.0
     """
     options = Options(threshold=threshold, tol=tol, residual_tol=residual_tol, thresholds=thresholds,
-                      budget=budget, exhaustive=exhaustive)
+                      budget=budget, exhaustive=exhaustive, time_bin=time_bin)
     from ..io import check_columns, station_key_of
 
     check_columns(columns)
     station_key_of(np.zeros(0, dtype=object), station_key)  # an unknown key: OptionsError
     if exchange_method not in ("auto", "direct", "shuffle"):
         raise OptionsError(f"exchange_method must be 'auto', 'direct' or 'shuffle'; got {exchange_method!r}.")
-    if progress is None:
-        progress = sys.stderr.isatty()
+    if progress is None:  # a bar per stage on a terminal; else a line every 10 s of a stage that lasts
+        progress = True
     client = scheduler(client)
     if client is not None:
         from .workers import check_workers
@@ -152,17 +166,24 @@ def score(
         # say so within PICKSCALE_WORKER_TIMEOUT (30 s) instead.
         check_workers(client)
     started = time.time()
+    cover = None
+    if coverage is not None:
+        from ..io.coverage import read_coverage
+        from ..scope import Coverage
+
+        cover = Coverage.from_windows(read_coverage(coverage, station_key=station_key))
 
     reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
     ref_src = load(reference, role="reference", manual_only=manual_only, **reading)
     pick_src = load(picks, role="picks", floor=options.floor, **reading)
 
     # 1–2. Read (picks stay where they were read), outline, decide the scope.
-    pick_parts = persist(pick_src.parts, client)
+    pick_parts = persist_stage(pick_src.parts, client, label="reading picks", progress=progress)
     ref_parts = compute(ref_src.parts, client, label="reading reference", progress=False)
     # The parts' outlines are merged on the workers: the client receives one summary.
-    merged = compute([tree_reduce([delayed(outline)(p) for p in pick_parts], merge_outlines)], client,
-                      label="reading picks", progress=progress)[0]
+    shared_cover = delayed(cover, pure=True) if cover is not None else None
+    merged = compute([tree_reduce([delayed(outline)(p, shared_cover) for p in pick_parts], merge_outlines)], client,
+                      label="outlining picks", progress=False)[0]
     outlines = merged if isinstance(merged, list) else [merged]
     _raise_failures(ref_parts + outlines)
     ref_all = Normalised.combine(ref_parts)
@@ -170,33 +191,47 @@ def score(
     scope: Scope = scope_from_summary(
         ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
-        ref_rows=rows_read(ref_all), picks_rows=rows_read(pick_report),
+        ref_rows=rows_read(ref_all), picks_rows=rows_read(pick_report), coverage=cover,
     )
     ref_report = report_of(ref_all)
+    from .extension import capture_reference, facts_of
+
+    capture_reference(ref_all.frame)  # for pickscale.extend's reference check (nothing otherwise)
+
+    if options.time_bin is not None:
+        from ..kernel.bins import scored_edges
+
+        # One set of edges for the whole run, computed here once: the same whatever the partitioning.
+        options = options.with_bin_edges(scored_edges(scope, pick_summary, options.time_bin))
 
     # 3. Work units (station time blocks) and the partitions that run them.
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=n_workers(client))
+    # A unit too large for a worker (a station with no quiet gap) stops here, with a message, not a dead worker.
+    check_units(plan, options, client=client, pick_parts=pick_parts)
     shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
     ref_codes = plan.encode_reference(scope.reference)
 
     # 4. Exchange (picks move to their work partition) and score; partials combined on the workers.
+    keep = delayed((cover, scope.coverage_keep), pure=True) if cover is not None else None
     way = exchange.choose(exchange_method, len(pick_parts), plan.n_parts)
     if way == "direct":
-        partials = exchange.direct(pick_parts, ref_codes, plan, shared_plan, options)
+        partials = exchange.direct(pick_parts, ref_codes, plan, shared_plan, options, cover=keep)
     else:
         partials = exchange.shuffle(pick_parts, ref_codes, plan, shared_plan, options,
-                                    conf_dtype=_conf_dtype(outlines), distributed=client is not None)
+                                    conf_dtype=_conf_dtype(outlines), distributed=client is not None, cover=keep)
     # Drop the client's handles on the read parts (the graphs of `partials` hold them too): once the job
     # is submitted, only the scheduler keeps each part, and frees it as soon as it has been moved.
-    job = [tree_reduce(partials, combine_partials)]
-    del pick_parts, partials
-    total = compute(job, client, label="scoring", progress=progress, release=True)[0]
+    del pick_parts
+    total = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=progress)
+    del partials
 
     # 5. Finalize on the client: one partial of arrays, in canonical order.
     from ..results import assemble
 
     per_dataset = _per_dataset(total, scope, plan, options)
+    del total  # its arrays were copied into per_dataset's: the client holds one copy of the counts
     attrs = attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
+    attrs["extent"] = facts_of(scope, pick_summary)  # what pickscale.extend checks an extension against
     # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
     emit_warnings(attrs["warnings"])
     return assemble(per_dataset, options=options, attrs=attrs)
@@ -217,7 +252,8 @@ def _raise_failures(parts: Sequence[Any]) -> None:
 
 def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str, int], Normalised]:
     frame = pd.concat([o.combos for o in outlines], ignore_index=True)
-    summary = (frame.groupby(["dataset", "station", "model"], sort=True, observed=True)
+    keys = ["dataset", "station", "model"] + (["cell"] if "cell" in frame else [])
+    summary = (frame.groupby(keys, sort=True, observed=True)
                .agg(n_picks=("n_picks", "sum"), t_min=("t_min", "min"), t_max=("t_max", "max"))
                .reset_index())
     summary = summary.astype({"dataset": object, "station": object, "model": object,

@@ -1,15 +1,21 @@
-"""One CSV file read as it is: cells as strings, delimiter sniffed, UTF-8 checked to the byte."""
+"""One CSV file read as it is: cells as strings, delimiter sniffed, UTF-8 checked to the byte.
+
+UTF-16/UTF-32 with a byte-order mark are read too, and a run of ``#`` comment
+lines before the header is skipped.
+"""
 
 from __future__ import annotations
 
 import codecs
 import csv
+import io
+import re
 
 import fsspec
 import pandas as pd
 
 from ..errors import InputError
-from .sniff import not_text_reason
+from .sniff import not_text_reason, text_encoding
 
 __all__ = ["read_csv_file"]
 
@@ -64,6 +70,34 @@ def _sniff_delimiter(text: str) -> str:
     return best if counts[best] else ","
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _comment_lines(text: str) -> int:
+    r"""How many lines before the header to skip: a run of ``#`` lines (and blank lines among them).
+
+    0 when no line before the header starts with ``#`` (blank lines alone are
+    left to pandas, as before).  A ``#`` further down is data, never a comment.
+    The header itself never starts with ``#``.
+
+    Examples
+    --------
+    >>> _comment_lines("# exported by SeisComP\n#  2024-01-01\n\nstation,phase\nA,P\n")
+    3
+    >>> _comment_lines("station,phase\n#A,P\n")
+    0
+    """
+    lines = _LINE_END.split(text)
+    seen = False
+    for i, line in enumerate(lines[:-1]):  # the last piece may be a cut line
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            seen = True
+        elif stripped:
+            return i if seen else 0
+    return len(lines) - 1 if seen else 0
+
+
 def _not_utf8(path: str, compression: str | None) -> InputError:
     return InputError(f"{path}: {_utf8_error(path, compression)}; save the file as UTF-8 "
                       "(Latin-1/Windows-1252 accents such as 'é' are the usual cause).")
@@ -73,8 +107,10 @@ def read_csv_file(path: str, head: bytes, compression: str | None) -> pd.DataFra
     """Read one CSV file whose first bytes (decompressed) are ``head``: every cell a string, ``''`` if empty.
 
     The delimiter (``,``, ``;`` or tab) is sniffed from the first lines, a
-    UTF-8 byte-order mark is ignored; ``df.attrs`` records ``source``,
-    ``format`` and ``delimiter``.  A one-column result cannot come from a
+    UTF-8 byte-order mark is ignored, UTF-16/UTF-32 with a byte-order mark
+    are decoded, and a run of ``#`` comment lines before the header is
+    skipped; ``df.attrs`` records ``source``, ``format``, ``delimiter``,
+    ``encoding`` (when not UTF-8) and ``comment_lines`` (when skipped).  A one-column result cannot come from a
     ``;`` or tab file: the sniffer takes any candidate found in the header
     line.  Other delimiters (``|``) yield one column, and the normaliser then
     names it with a hint.
@@ -82,22 +118,37 @@ def read_csv_file(path: str, head: bytes, compression: str | None) -> pd.DataFra
     reason = not_text_reason(head)
     if reason:
         raise InputError(f"{path}: {reason}.")
+    encoding = text_encoding(head)
     try:
         # final=False: the sniffed block may end inside a multi-byte character.
-        text = codecs.getincrementaldecoder("utf-8-sig")().decode(head, final=False)
-    except UnicodeDecodeError:
-        raise _not_utf8(path, compression) from None
+        text = codecs.getincrementaldecoder(encoding)().decode(head, final=False)
+    except UnicodeDecodeError as exc:
+        if encoding == "utf-8-sig":
+            raise _not_utf8(path, compression) from None
+        raise _not_bom_text(path, encoding, exc) from None
     if not text.strip():
         raise InputError(f"{path}: the file holds no header and no rows (only white space).")
-    delim = _sniff_delimiter(text)
+    skip = _comment_lines(text)
+    body = "\n".join(_LINE_END.split(text)[skip:])
+    if skip and not body.strip():
+        raise InputError(f"{path}: the file holds only comment lines (starting with '#'): no header and no rows.")
+    delim = _sniff_delimiter(body)
     try:
         with fsspec.open(path, "rb", compression=compression) as f:
-            df = pd.read_csv(
-                f, sep=delim, dtype=str, keep_default_na=False, encoding="utf-8-sig",
-                engine="c",
-            )
-    except UnicodeDecodeError:
-        raise _not_utf8(path, compression) from None
+            if skip or encoding != "utf-8-sig":
+                handle = io.TextIOWrapper(f, encoding=encoding, newline="")
+                for _ in range(skip):
+                    handle.readline()
+                df = pd.read_csv(handle, sep=delim, dtype=str, keep_default_na=False, engine="c")
+            else:
+                df = pd.read_csv(
+                    f, sep=delim, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                    engine="c",
+                )
+    except UnicodeDecodeError as exc:
+        if encoding == "utf-8-sig":
+            raise _not_utf8(path, compression) from None
+        raise _not_bom_text(path, encoding, exc) from None
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the file holds no header and no rows.") from None
     except pd.errors.ParserError as exc:
@@ -109,4 +160,14 @@ def read_csv_file(path: str, head: bytes, compression: str | None) -> pd.DataFra
             f"{path}: the file has a header ({', '.join(map(str, df.columns))}) but no data rows."
         )
     df.attrs.update(source=path, format="csv", delimiter=delim)
+    if encoding != "utf-8-sig":
+        df.attrs["encoding"] = encoding
+    if skip:
+        df.attrs["comment_lines"] = skip
     return df
+
+
+def _not_bom_text(path: str, encoding: str, exc: UnicodeDecodeError) -> InputError:
+    name = encoding.upper()
+    return InputError(f"{path}: starts with a {name} byte-order mark but is not valid {name} text ({exc.reason}); "
+                      "save the file as UTF-8.")

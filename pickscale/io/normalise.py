@@ -54,7 +54,9 @@ def normalise(
         Drop invalid rows (and count them) instead of raising.
     row_offset
         Data rows of the same file before this frame, so that row numbers in
-        messages are those of the file.
+        messages are those of the file.  Comment lines skipped above a CSV
+        header (``raw.attrs["comment_lines"]``) are added, so that rows count
+        from the top of the file.
     categorical
         Return the text columns (``dataset``, ``model``, ``station``,
         ``phase``) as pandas ``Categorical`` instead of object columns of
@@ -125,6 +127,7 @@ def normalise(
     explicit = check_columns(columns)
     if station_key not in STATION_KEYS:
         station_key_of(np.zeros(0, dtype=object), station_key)  # raises OptionsError
+    row_offset += int(raw.attrs.get("comment_lines", 0))
     raw, found = _prepare(raw, role, source, explicit)
     n = len(raw)
     parsed = _parse(raw, found, role, station_key)

@@ -28,7 +28,8 @@ from .candidates import MODEL_CANDIDATES_MAX, unused_text_candidates
 from .columns import ALIASES, COLUMNS, column_key
 from .normalise import normalise
 
-__all__ = ["hive_columns", "is_parquet", "read_projected", "read_projected_many", "row_group_ranges", "csv_to_parquet"]
+__all__ = ["hive_columns", "folder_values", "with_folder_columns", "is_parquet", "read_projected",
+           "read_projected_many", "row_group_ranges", "csv_to_parquet"]
 
 
 def hive_columns(path: str) -> dict[str, str]:
@@ -39,13 +40,7 @@ def hive_columns(path: str) -> dict[str, str]:
     >>> hive_columns("picks/station=CI.CLC/year=2020/part-0.parquet")
     {'station': 'CI.CLC', 'year': '2020'}
     """
-    out: dict[str, str] = {}
-    for segment in Path(str(path)).parts[:-1]:
-        if "=" in segment:
-            key, _, value = segment.partition("=")
-            if key:
-                out[key] = urllib.parse.unquote(value)
-    return out
+    return dict(_segments(path))
 
 
 def _wanted(names: Iterable[str], role: str, columns: dict[str, str] | None = None) -> list[str]:
@@ -128,15 +123,68 @@ def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = No
     return table, list(schema.names), unused
 
 
-def _with_folder_values(table: pa.Table, path: str, role: str) -> pa.Table:
-    """Hive folder values as constant dictionary columns, where no column of the file provides them."""
-    covered = {_canonical(c, role) for c in table.column_names}
-    for key, value in hive_columns(path).items():
+def folder_values(path: str, role: str, names: Iterable[str]) -> dict[str, str]:
+    """The hive folder values of ``path`` that become columns of a file with columns ``names`` (SPEC §1).
+
+    A ``key=value`` folder counts when its key is a SPEC §1 name or alias of
+    the role (``dataset``, ``study``, ``station``, ``model`` for picks...) and
+    no column of the file resolves to the same name: the file's own column
+    wins.  Of two folders for one name, the one nearest the file wins.  Other
+    keys (``year=2020``) are left out.  The same rule for CSV and Parquet.
+
+    Examples
+    --------
+    >>> folder_values("study=A/station=X/year=2020/ref.csv", "reference", ["station", "phase", "time"])
+    {'study': 'A'}
+    >>> folder_values("dataset=A/dataset=B/picks.csv", "picks", ["station"])
+    {'dataset': 'B'}
+    """
+    covered = {_canonical(c, role) for c in names}
+    out: dict[str, str] = {}
+    for key, value in reversed(list(_segments(path))):
         canonical = _canonical(key, role)
         if canonical is not None and canonical not in covered:
-            codes = pa.array(np.zeros(table.num_rows, dtype=np.int8))
-            table = table.append_column(key, pa.DictionaryArray.from_arrays(codes, pa.array([value])))
+            out[key] = value
             covered.add(canonical)
+    return dict(reversed(list(out.items())))
+
+
+def _segments(path: str) -> list[tuple[str, str]]:
+    """Every ``key=value`` folder of ``path``, outermost first (a key may repeat)."""
+    out = []
+    for segment in Path(str(path)).parts[:-1]:
+        if "=" in segment:
+            key, _, value = segment.partition("=")
+            if key:
+                out.append((key, urllib.parse.unquote(value)))
+    return out
+
+
+def with_folder_columns(frame: pd.DataFrame, path: str, role: str) -> pd.DataFrame:
+    """``frame`` with the :func:`folder_values` of ``path`` as constant ``Categorical`` columns (attrs kept).
+
+    Examples
+    --------
+    >>> raw = pd.DataFrame({"station": ["X"], "phase": ["P"], "time": ["0"]})
+    >>> with_folder_columns(raw, "study=A/ref.csv", "reference")["study"].tolist()
+    ['A']
+    """
+    values = folder_values(path, role, map(str, frame.columns))
+    if not values:
+        return frame
+    out = frame.copy(deep=False)
+    zeros = np.zeros(len(frame), dtype=np.int8)
+    for key, value in values.items():
+        out[key] = pd.Categorical.from_codes(zeros, categories=[value])
+    out.attrs = dict(frame.attrs)
+    return out
+
+
+def _with_folder_values(table: pa.Table, path: str, role: str) -> pa.Table:
+    """Hive folder values as constant dictionary columns, where no column of the file provides them."""
+    for key, value in folder_values(path, role, table.column_names).items():
+        codes = pa.array(np.zeros(table.num_rows, dtype=np.int8))
+        table = table.append_column(key, pa.DictionaryArray.from_arrays(codes, pa.array([value])))
     return table
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .csv import read_csv_file
-from .sniff import GZIP_MAGIC, PARQUET_MAGIC, not_text_reason, read_head, suffix_kind
+from .sniff import PARQUET_MAGIC, check_codec, compression_of, not_text_reason, read_head, suffix_kind
 
 __all__ = ["read_raw"]
 
@@ -28,21 +28,32 @@ def _read_parquet(path: str) -> pd.DataFrame:
     return df
 
 
-def read_raw(path: str) -> pd.DataFrame:
+def read_raw(path: str, *, role: str | None = None) -> pd.DataFrame:
     """Read one CSV or Parquet file as it is.
 
     CSV cells are read as strings (``dtype=str``, empty cells ``''``) so that
     pandas guesses nothing; the delimiter (``,``, ``;`` or tab) is sniffed
-    from the first lines, a UTF-8 byte-order mark is ignored, gzip is detected
-    from the extension or the content.  Parquet columns keep their types
-    (pyarrow).  The format comes from the extension; a file with another
-    extension is sniffed (Parquet starts with ``PAR1``).  ``df.attrs`` records
-    ``source``, ``format`` and, for CSV, ``delimiter``.
+    from the first lines, a UTF-8 byte-order mark is ignored, UTF-16 and
+    UTF-32 with a byte-order mark are read (Excel's "Unicode text"), a run of
+    ``#`` comment lines before the header is skipped, and gzip, bzip2, xz and
+    Zstandard compression are detected from the content (Zstandard needs the
+    ``zstandard`` package).  Parquet columns keep their types (pyarrow).  The
+    format comes from the extension; a file with another extension is sniffed
+    (Parquet starts with ``PAR1``).  ``df.attrs`` records ``source``,
+    ``format`` and, for CSV, ``delimiter`` (and ``encoding`` when not UTF-8,
+    ``comment_lines`` when lines were skipped: the normaliser counts rows from
+    the top of the file).
 
     Parameters
     ----------
     path
         A local path or fsspec URL of one file.
+    role
+        ``"reference"`` or ``"picks"``: add the values of hive-style folders
+        (``dataset=A/``, ``station=CI.CLC/``) as columns, as SPEC §1 says,
+        where no column of the file provides them
+        (:func:`~pickscale.io.parquet.with_folder_columns`).  ``None``
+        (default): the file as it is.
 
     Raises
     ------
@@ -65,13 +76,22 @@ def read_raw(path: str) -> pd.DataFrame:
         raise InputError(f"{path}: the file is empty (0 bytes).")
     kind = suffix_kind(path)
     if head.startswith(PARQUET_MAGIC):
-        return _read_parquet(path)
+        parquet = _read_parquet(path)
+        return parquet if role is None else _with_folders(parquet, path, role)
     if kind == "parquet":
         reason = not_text_reason(head) or "is not a Parquet file (it does not start with 'PAR1')"
         raise InputError(f"{path}: {reason}.")
-    compression = "gzip" if head.startswith(GZIP_MAGIC) else None
+    compression = compression_of(head)
     if compression:
+        check_codec(path, compression)
         head = read_head(path, compression)
         if not head:
             raise InputError(f"{path}: the compressed file is empty.")
-    return read_csv_file(path, head, compression)
+    frame = read_csv_file(path, head, compression)
+    return frame if role is None else _with_folders(frame, path, role)
+
+
+def _with_folders(frame: pd.DataFrame, path: str, role: str) -> pd.DataFrame:
+    from .parquet import with_folder_columns
+
+    return with_folder_columns(frame, path, role)

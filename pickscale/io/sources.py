@@ -10,13 +10,28 @@ import fsspec
 
 from ..errors import InputError
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "SOURCE_SUFFIXES", "has_magic", "resolve_sources"]
+__all__ = ["COMPRESSION_SUFFIXES", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "SOURCE_SUFFIXES", "has_magic",
+           "resolve_sources", "suffix_list"]
 
 
+#: Endings of compressed files (gzip, bzip2, xz, Zstandard); the content is sniffed whatever the name.
+COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
 #: File name endings of the files a folder is searched for (any case).
-CSV_SUFFIXES = (".csv", ".csv.gz")
+CSV_SUFFIXES = (".csv",) + tuple(".csv" + c for c in COMPRESSION_SUFFIXES)
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SOURCE_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES
+
+
+def suffix_list(suffixes: tuple[str, ...] = SOURCE_SUFFIXES, *, last: str = "or") -> str:
+    """The suffixes as a message lists them.
+
+    Examples
+    --------
+    >>> suffix_list()
+    '*.csv, *.csv.gz, *.csv.bz2, *.csv.xz, *.csv.zst, *.parquet or *.pq'
+    """
+    names = [f"*{s}" for s in suffixes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {last} " + names[-1]
 
 
 def has_magic(path: str) -> bool:
@@ -42,7 +57,8 @@ def _list_folder(fs: Any, folder: str) -> list[str]:
 def resolve_sources(source: str | os.PathLike | Sequence[str | os.PathLike]) -> list[str]:
     """Expand a file, folder, glob or fsspec URL into a sorted list of files.
 
-    A folder yields every ``*.csv``, ``*.csv.gz``, ``*.parquet`` and ``*.pq``
+    A folder yields every ``*.csv`` (also compressed: ``*.csv.gz``,
+    ``*.csv.bz2``, ``*.csv.xz``, ``*.csv.zst``), ``*.parquet`` and ``*.pq``
     file inside it, recursively (hidden files and folders skipped).  A glob
     yields every file it matches (folders it matches are expanded as above).
     A list of sources is resolved item by item, in order, without repeats.
@@ -94,9 +110,7 @@ def resolve_sources(source: str | os.PathLike | Sequence[str | os.PathLike]) -> 
     elif fs.isdir(path):
         found = _list_folder(fs, path)
         if not found:
-            raise InputError(
-                f"{text}: the folder holds no *.csv, *.csv.gz, *.parquet or *.pq file."
-            )
+            raise InputError(f"{text}: the folder holds no {suffix_list()} file.")
     elif fs.exists(path):
         found = [path]
     else:

@@ -63,6 +63,11 @@ FIELDS: dict[str, Kind] = {
     "cal_conf_limbs": Kind.LIMBS,
     "conf_sq_sums": Kind.SQUARES,
     "hit_conf_limbs": Kind.LIMBS,
+    # Time bins (SPEC §10): counts at the shared threshold per bin; summed like every count (an empty last
+    # axis without time bins).
+    "n_reference_over_time": Kind.COUNT,
+    "emitted_over_time": Kind.COUNT,
+    "matched_over_time": Kind.COUNT,
 }
 
 #: The canonical order of residual pairs: sorted by these fields, first to last.

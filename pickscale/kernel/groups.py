@@ -32,8 +32,10 @@ def match_groups(r_group, r_time, p_group, p_time, p_conf, *, n_groups, tol, rto
     that no shifted key overflows; with ordinary spans one batch holds every
     group.
     """
-    det = np.full(p_time.size, -1, dtype=np.int64)
-    res = np.full(p_time.size, -1, dtype=np.int64)
+    # Arrival indices (only ever used as indices): int32 while they fit, 4 bytes a pick each.
+    index_dtype = np.int32 if r_time.size < np.iinfo(np.int32).max else np.int64
+    det = np.full(p_time.size, -1, dtype=index_dtype)
+    res = np.full(p_time.size, -1, dtype=index_dtype)
     near = np.zeros(p_time.size, dtype=bool)
     other_conf = np.full(r_time.size, -np.inf)
     if p_time.size == 0 or r_time.size == 0:
@@ -47,13 +49,20 @@ def match_groups(r_group, r_time, p_group, p_time, p_conf, *, n_groups, tol, rto
         _match_apart(r_group, r_time, p_group, p_time, p_conf, n_groups, tol, rtol, det, res, near, other_conf)
         return det, res, near, other_conf
     for first in range(0, n_groups, per_batch):
-        pm = np.flatnonzero((p_group >= first) & (p_group < first + per_batch))
         rm = np.flatnonzero((r_group >= first) & (r_group < first + per_batch))
         # Every key lies in [0, per_batch · stride) ⊂ [0, 2**62): `key ± rtol` cannot wrap.
         r_key = (r_group[rm] - first) * stride + (r_time[rm] - t0)
-        p_key = (p_group[pm] - first) * stride + (p_time[pm] - t0)
-        by_time = np.argsort(p_key)
-        key, pos = p_key[by_time], pm[by_time]  # time-sorted picks; pos = index = rank
+        if per_batch >= n_groups:  # one batch (ordinary spans): every pick, no index array of them
+            p_key = p_group * stride + (p_time - t0)
+            pos = np.argsort(p_key)
+            key = p_key[pos]
+        else:
+            pm = np.flatnonzero((p_group >= first) & (p_group < first + per_batch))
+            p_key = (p_group[pm] - first) * stride + (p_time[pm] - t0)
+            by_time = np.argsort(p_key)
+            key, pos = p_key[by_time], pm[by_time]
+            del pm, by_time
+        del p_key  # time-sorted picks remain: key, and pos = index = rank
         _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near)
 
         # The other phase of the same model: group g ^ 1 (phase is the low bit).
@@ -68,7 +77,9 @@ def _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near):
     # Only picks with an arrival within residual_tol take part in either matching.
     lo, hi = windows(r_key, key, rtol)
     reach = hi > lo
+    del lo, hi
     c_key, c_pos = key[reach], pos[reach]
+    del reach
     lo, hi = windows(r_key, c_key, tol)
     near[c_pos] = hi > lo
     for tolerance, out in ((tol, det), (rtol, res)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TIMING_NAMES", "WITHIN", "timing_stats", "timing_sweep"]
+__all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "WITHIN", "timing_stats", "timing_sweep", "residual_quantile"]
 
 #: Tolerances (s) of the ``within_*`` fractions.
 WITHIN: tuple[float, ...] = (0.1, 0.25, 0.5)
@@ -18,6 +18,9 @@ WITHIN: tuple[float, ...] = (0.1, 0.25, 0.5)
 TIMING_NAMES: tuple[str, ...] = (
     "n", "mae", "rmse", "medae", "bias", "mean", "std", "gross_error_rate",
 ) + tuple(f"within_{w:g}" for w in WITHIN)
+#: The residual quantiles of the timing table (SPEC §5): the 10th and 90th percentiles of e and its
+#: interquartile range p75 − p25.  Not in the sweep table (its columns are :data:`TIMING_NAMES`).
+QUANTILE_NAMES: tuple[str, ...] = ("p10", "p90", "iqr")
 
 
 def _median_sorted(x: np.ndarray) -> float:
@@ -29,12 +32,61 @@ def _median_sorted(x: np.ndarray) -> float:
     return float((x[half - 1] + x[half]) / 2.0)
 
 
-def _stats_sorted(e: np.ndarray, a: np.ndarray, tol: float) -> dict[str, float]:
-    """Statistics of residuals ``e`` (sorted ascending) with ``a = sorted(abs(e))``."""
+def _quantile_x100(x_ns: np.ndarray, percent: int) -> int:
+    """100 × the ``percent``-th percentile (in ns) of sorted integers: ``100·x[lo] + r·(x[lo+1] − x[lo])``.
+
+    Linear interpolation between order statistics (Hyndman & Fan type 7, numpy's ``"linear"``) at
+    ``h = (n − 1)·percent/100``, with ``h`` split exactly in integers (``lo = h`` rounded down, ``r/100`` its
+    fraction): the result is an exact integer, divided once (correctly rounded) by the caller.
+    """
+    h100 = (x_ns.size - 1) * percent
+    lo, r = divmod(h100, 100)
+    base = 100 * int(x_ns[lo])
+    return base if r == 0 else base + r * (int(x_ns[lo + 1]) - int(x_ns[lo]))
+
+
+def residual_quantile(residual_ns, percent: int) -> float:
+    """The ``percent``-th percentile of residuals (integer ns, any order), in seconds; NaN when empty.
+
+    SPEC §5: linear interpolation between the sorted residuals ``x_0 <= … <= x_{n-1}`` at
+    ``h = (n − 1)·percent/100`` — ``x_lo + (h − lo)·(x_{lo+1} − x_lo)`` with ``lo = floor(h)`` (numpy's
+    default ``"linear"`` method; at 50 it is the median of SPEC §5, the mean of the two middle values of
+    an even count).  Computed exactly on integer nanoseconds and rounded once.
+
+    Examples
+    --------
+    >>> e = [-300_000_000, -100_000_000, 0, 200_000_000, 900_000_000]
+    >>> residual_quantile(e, 10), residual_quantile(e, 90), residual_quantile(e, 50)
+    (-0.22, 0.62, 0.0)
+    """
+    x = np.sort(np.asarray(residual_ns, dtype=np.int64))
+    if x.size == 0:
+        return float("nan")
+    return _quantile_x100(x, int(percent)) / 10**11
+
+
+def _quantiles(e_ns: np.ndarray) -> dict[str, float]:
+    """p10, p90 and iqr (seconds) of sorted integer residuals, each rounded once."""
+    if e_ns.size == 0:
+        return dict.fromkeys(QUANTILE_NAMES, np.nan)
+    return {
+        "p10": _quantile_x100(e_ns, 10) / 10**11,
+        "p90": _quantile_x100(e_ns, 90) / 10**11,
+        "iqr": (_quantile_x100(e_ns, 75) - _quantile_x100(e_ns, 25)) / 10**11,
+    }
+
+
+def _stats_sorted(e: np.ndarray, a: np.ndarray, tol: float, e_ns: np.ndarray | None = None) -> dict[str, float]:
+    """Statistics of residuals ``e`` (sorted ascending) with ``a = sorted(abs(e))``.
+
+    With ``e_ns`` (the same residuals in integer ns, sorted), also the quantiles of :data:`QUANTILE_NAMES`.
+    """
     n = e.size
     if n == 0:
         out = dict.fromkeys(TIMING_NAMES, np.nan)
         out["n"] = 0
+        if e_ns is not None:
+            out.update(_quantiles(e_ns))
         return out
     out = {
         "n": n,
@@ -49,6 +101,8 @@ def _stats_sorted(e: np.ndarray, a: np.ndarray, tol: float) -> dict[str, float]:
     }
     for w in WITHIN:
         out[f"within_{w:g}"] = float(np.searchsorted(a, w, side="right")) / n
+    if e_ns is not None:
+        out.update(_quantiles(e_ns))
     return out
 
 
@@ -70,7 +124,9 @@ def timing_stats(residual_ns, *, tol: float) -> dict[str, float]:
         median |e|; ``bias`` = median e (early < 0 < late); ``mean``; ``std``
         (ddof = 1, NaN when n < 2); ``gross_error_rate``; ``within_0.1``,
         ``within_0.25``, ``within_0.5`` = fraction with |e| <= 0.1, 0.25, 0.5 s
-        (inclusive).  All in seconds or fractions; NaN when n = 0.  Perfect:
+        (inclusive); ``p10``, ``p90`` = 10th and 90th percentiles of e and
+        ``iqr`` = p75 − p25 (:func:`residual_quantile`).  All in seconds or
+        fractions; NaN when n = 0.  Perfect:
         0 for the errors, 1 for the ``within_*`` fractions.  Reference:
         Münchmeyer et al. (2022) for MAE/RMSE/outlier fractions.
 
@@ -80,12 +136,13 @@ def timing_stats(residual_ns, *, tol: float) -> dict[str, float]:
     >>> round(s["mae"], 3), round(s["bias"], 3), s["gross_error_rate"], s["within_0.1"]
     (0.275, 0.2, 0.25, 0.5)
     """
-    e = np.sort(np.asarray(residual_ns, dtype=np.int64)) / 1e9
-    return _stats_sorted(e, np.sort(np.abs(e)), float(tol))
+    e_ns = np.sort(np.asarray(residual_ns, dtype=np.int64))
+    e = e_ns / 1e9
+    return _stats_sorted(e, np.sort(np.abs(e)), float(tol), e_ns)
 
 
 def timing_sweep(residual_ns, conf, thresholds, *, tol: float) -> dict[str, np.ndarray]:
-    """SPEC §5 statistics at every threshold: over the pairs whose pick has ``conf >= θ``.
+    """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) at every threshold: over the pairs with ``conf >= θ``.
 
     One sort serves every threshold: masking a sorted array keeps it sorted.
 
@@ -98,13 +155,15 @@ def timing_sweep(residual_ns, conf, thresholds, *, tol: float) -> dict[str, np.n
     residual_ns = np.asarray(residual_ns, dtype=np.int64)
     conf = np.asarray(conf, dtype=np.float64)
     by_e = np.lexsort((conf, residual_ns))
-    e_sorted, e_conf = residual_ns[by_e] / 1e9, conf[by_e]
+    e_ns_sorted = residual_ns[by_e]
+    e_sorted, e_conf = e_ns_sorted / 1e9, conf[by_e]
     abs_ns = np.abs(residual_ns)
     by_a = np.lexsort((conf, abs_ns))
     a_sorted, a_conf = abs_ns[by_a] / 1e9, conf[by_a]
     rows = []
     for theta in np.asarray(thresholds, dtype=np.float64):
-        rows.append(_stats_sorted(e_sorted[e_conf >= theta], a_sorted[a_conf >= theta], float(tol)))
-    out = {name: np.array([r[name] for r in rows], dtype=np.float64) for name in TIMING_NAMES}
+        keep = e_conf >= theta
+        rows.append(_stats_sorted(e_sorted[keep], a_sorted[a_conf >= theta], float(tol), e_ns_sorted[keep]))
+    out = {name: np.array([r[name] for r in rows], dtype=np.float64) for name in TIMING_NAMES + QUANTILE_NAMES}
     out["n"] = out["n"].astype(np.int64)
     return out

@@ -11,7 +11,9 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["FIGURES"]
+__all__ = ["FIGURES", "TIME_BIN_FIGURES"]
 
 #: Names of the figures :func:`pickscale.report.figures.figures` builds, in reading order.
 FIGURES: tuple[str, ...] = ("recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations")
+#: The figures only results scored with ``time_bin`` have (SPEC §10), drawn after :data:`FIGURES`.
+TIME_BIN_FIGURES: tuple[str, ...] = ("recall_over_time",)

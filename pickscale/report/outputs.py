@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import StoreError
-from .tables import PRINTED, TABLE_NAMES, format_table, tables, write_tables
+from .tables import OPTIONAL_TABLES, PRINTED, PRINTED_COLUMNS, TABLE_NAMES, format_table, tables, write_tables
 
 if TYPE_CHECKING:  # imported on use: `import pickscale` stays light
     import pandas as pd
@@ -59,10 +59,11 @@ _OUTPUTS_TMP = ".pickscale-outputs.tmp-"
 
 def output_names() -> list[str]:
     """Every file ``score``/``report`` may write or remove in an output folder, besides ``results.zarr``."""
-    from .names import FIGURES  # the names only: no matplotlib
+    from .names import FIGURES, TIME_BIN_FIGURES  # the names only: no matplotlib
 
-    return ([f"{name}.csv" for name in TABLE_NAMES]
-            + [f"figures/{name}.{fmt}" for name in FIGURES for fmt in FIGURE_FORMATS] + [OUTPUTS_MARKER])
+    return ([f"{name}.csv" for name in (*TABLE_NAMES, *OPTIONAL_TABLES)]
+            + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES) for fmt in FIGURE_FORMATS]
+            + [OUTPUTS_MARKER])
 
 
 def store_fingerprint(store: Path) -> str:
@@ -110,11 +111,13 @@ def stale_outputs(out_dir: Path) -> list[str]:
     return sorted(f for f in {*listed, OUTPUTS_MARKER} if os.path.lexists(out_dir / f))
 
 
-def check_outputs(out_dir: Path, overwrite: bool, *, also: Sequence[str] = ()) -> None:
+def check_outputs(out_dir: Path, overwrite: bool, *, also: Sequence[str] = (), own_store: Path | None = None) -> None:
     """Refuse, before any work, to replace a file pickscale would write or remove, unless ``overwrite``.
 
     ``also``: further names the command writes (``demo``'s inputs).  Out-of-date outputs of an earlier run
-    (:func:`stale_outputs`) are not in the way.  A folder where a file is expected is never replaced.
+    (:func:`stale_outputs`) are not in the way, nor, with ``own_store`` (``pickscale extend``, which
+    replaces that store), the outputs whose marker names it.  A folder where a file is expected is never
+    replaced.
     """
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
@@ -130,12 +133,21 @@ def check_outputs(out_dir: Path, overwrite: bool, *, also: Sequence[str] = ()) -
                          "choose another --out.")
     if overwrite:
         return
-    stale = set(stale_outputs(out_dir))
+    stale = set(stale_outputs(out_dir)) | set(_outputs_of(out_dir, own_store))
     existing = [n for n in names if os.path.lexists(out_dir / n) and n not in stale]
     if existing:
         raise StoreError(f"--out {out_dir} already holds files that pickscale writes: {_listing(existing)}; "
                          "pass --overwrite to replace them (pickscale replaces only its own files and never "
                          "deletes any other), or choose another --out.")
+
+
+def _outputs_of(out_dir: Path, store: Path | None) -> list[str]:
+    """The files the marker of ``out_dir`` lists when it names ``store`` (none without a store)."""
+    marker = _read_marker(out_dir) if store is not None else None
+    if marker is None or store is None or _marker_store(out_dir, marker) != Path(os.path.abspath(store)):
+        return []
+    owned = set(output_names())
+    return [f for f in marker.get("files", []) if isinstance(f, str) and f in owned] + [OUTPUTS_MARKER]
 
 
 def _listing(names: Sequence[str], most: int = 8) -> str:
@@ -286,7 +298,11 @@ def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -
     }
     for name in PRINTED:
         print(f"\n{titles[name]}")
-        print(format_table(frames[name]))
+        print(format_table(frames[name], columns=PRINTED_COLUMNS.get(name), by="dataset"))
+    shown = {c if c in frames["detection"].columns else c.removesuffix("_lb") for c in PRINTED_COLUMNS["detection"]}
+    rest = [str(c) for c in frames["detection"].columns if c not in shown]
+    if rest:
+        print(f"\nThe CSV files hold every column (detection.csv also {', '.join(rest)}).")
     if not options_exhaustive:
-        print("\n_lb = lower bound: an unmatched pick may be a real arrival the analyst never marked "
+        print("\n_lb = lower bound: an unmatched pick may be a real arrival the analyst never marked\n"
               "(use --exhaustive if the reference marks every arrival).")

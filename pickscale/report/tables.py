@@ -14,20 +14,34 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from ..metrics import detection
-from ..metrics.timing import TIMING_NAMES
+from ..metrics.timing import QUANTILE_NAMES, TIMING_NAMES
 from ..options import Options
 
 if TYPE_CHECKING:  # xarray is imported on use: `import pickscale` stays light for Dask workers
     import xarray as xr
 
-__all__ = ["tables", "write_tables", "format_table", "to_csv_bytes", "TABLE_NAMES", "PRINTED", "NA_REP"]
+__all__ = ["tables", "write_tables", "format_table", "to_csv_bytes", "TABLE_NAMES", "OPTIONAL_TABLES", "PRINTED",
+           "PRINTED_COLUMNS",
+           "NA_REP"]
 
 TABLE_NAMES = ("detection", "timing", "calibration", "reliability", "phase_quality", "sweep")
+#: Tables written only when the results have them: ``over_time`` with time bins (SPEC §10), ``budgets`` with
+#: several budgets (SPEC §7), ``model_differences`` with bootstrap intervals (SPEC §12).
+OPTIONAL_TABLES = ("over_time", "budgets", "model_differences")
 #: The tables printed by ``score`` and ``report``.
 PRINTED = ("detection", "timing", "calibration", "phase_quality")
+#: The columns printed of a table, where not all (the CSV files hold every column): SPEC §8's
+#: readings at a glance.  ``_lb`` names stand for the plain ones too (``--exhaustive``).
+PRINTED_COLUMNS = {
+    "detection": ("dataset", "phase", "model", "n_reference", "emitted", "matched", "recall", "precision_lb",
+                  "f1_lb", "recall_at_budget", "best_threshold", "ap_lb"),
+    # The residual quantiles and intervals (SPEC §5, §12) are in timing.csv; the terminal keeps 120 columns.
+    "timing": ("dataset", "phase", "model", *TIMING_NAMES),
+}
 #: Value written for NaN in CSV files.
 NA_REP = "NaN"
 
@@ -68,7 +82,8 @@ def _totals(ds: xr.Dataset) -> xr.Dataset:
 
 def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     """The six SPEC §8 tables: ``detection``, ``timing``, ``calibration``,
-    ``reliability``, ``phase_quality`` and ``sweep``.
+    ``reliability``, ``phase_quality`` and ``sweep``; and ``over_time``
+    (SPEC §10) when the results were scored with ``time_bin``.
 
     This is :func:`pickscale.tables`.
 
@@ -81,7 +96,7 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     Returns
     -------
     dict of str to pandas.DataFrame
-        The tables by name, in :data:`TABLE_NAMES` order.
+        The tables by name, in :data:`TABLE_NAMES` order (then ``over_time``).
 
     Examples
     --------
@@ -100,7 +115,7 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     tot = _totals(ds)
     tot_shared = tot.sel(threshold=options.threshold)
     present = ds["model_present"]
-    return {
+    out = {
         "detection": _detection(ds, shared, tot_shared, present, lb),
         "timing": _timing(ds, shared, present),
         "calibration": _calibration(ds, present, lb),
@@ -108,6 +123,92 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
         "phase_quality": _phase_quality(ds, tot_shared, present),
         "sweep": _sweep(ds, tot, present, lb),
     }
+    if "matched_over_time" in ds:
+        out["over_time"] = over_time(ds)
+    if "recall_at_budgets" in ds:
+        out["budgets"] = budgets(ds)
+    if "recall_diff" in ds:
+        out["model_differences"] = model_differences(ds)
+    return out
+
+
+def _with_interval(table: dict, ds: xr.Dataset, names: list[str]) -> dict:
+    """``table`` and, for each of ``names`` whose interval the results hold, ``<name>_lo`` and ``<name>_hi``
+    (SPEC §12), after every other column; nothing added without intervals."""
+    for name in names:
+        for end in ("_lo", "_hi"):
+            if name + end in ds:
+                table[name + end] = ds[name + end]
+    return table
+
+
+def budgets(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §7 with several budgets: recall_at_budget at each, one row per (dataset, phase, model, budget).
+
+    Examples
+    --------
+    >>> import pickscale  # doctest: +SKIP
+    >>> ds = pickscale.score("reference.csv", "picks.csv", budget=[50, 100, 200])  # doctest: +SKIP
+    >>> pickscale.tables(ds)["budgets"].columns.tolist()  # doctest: +SKIP
+    ['dataset', 'phase', 'model', 'budget', 'recall_at_budget']
+    """
+    import xarray as xr
+
+    at = ds["recall_at_budgets"]
+    table = {"recall_at_budget": at}
+    for end in ("_lo", "_hi"):
+        if "recall_at_budgets" + end in ds:
+            table["recall_at_budget" + end] = ds["recall_at_budgets" + end]
+    frame = xr.Dataset(table).rename({"budgets": "budget"})
+    present = ds["model_present"].broadcast_like(at).rename({"budgets": "budget"})
+    return _frame(frame, _names(frame), _KEY + ["budget"], present)
+
+
+def model_differences(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §12: for every pair of models of a dataset and phase, model_a − model_b on the same draws.
+
+    One row per (dataset, phase, model_a, model_b) with model_a before model_b (code-point order), both
+    present: ``recall_diff`` (at the shared threshold) and ``recall_at_budget_diff``, each with its
+    percentile interval.  An interval that excludes 0 says model_a and model_b differ beyond what the
+    choice of stations explains.
+    """
+    import xarray as xr
+
+    names = ["recall_diff", "recall_diff_lo", "recall_diff_hi",
+             "recall_at_budget_diff", "recall_at_budget_diff_lo", "recall_at_budget_diff_hi"]
+    table = xr.Dataset({n: ds[n] for n in names}).rename({"model": "model_a"})
+    models = ds["model"].values
+    present = ds["model_present"]
+    both = (present.rename({"model": "model_a"}) & present.rename({"model": "model_b"}).assign_coords(
+        model_b=models)).broadcast_like(table["recall_diff"])
+    order = xr.DataArray(np.arange(models.size)[:, None] < np.arange(models.size)[None, :],
+                         dims=("model_a", "model_b"))
+    return _frame(table, names, ["dataset", "phase", "model_a", "model_b"], both & order)
+
+
+def over_time(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §10: per (dataset, phase, model, time bin) at the shared threshold: counts, recall, precision.
+
+    ``time_bin`` is the bin's start as ISO-8601 UTC (``2024-03-01T00:00:00Z``); every bin of the run has a
+    row for every model present (recall NaN where the bin has no arrival).
+    """
+    import xarray as xr
+
+    from ..kernel.bins import iso_utc
+    from ..results import metric_name
+
+    lb = lambda name: metric_name(name, _options(ds).exhaustive)  # noqa: E731
+    matched = ds["matched_over_time"].sum("station")
+    table = xr.Dataset({
+        "n_reference": ds["n_reference_over_time"].sum("station").broadcast_like(matched),
+        "emitted": ds["emitted_over_time"].sum("station"),
+        "matched": matched,
+        "recall": ds["recall_over_time"],
+        lb("precision_lb"): ds[lb("precision_lb_over_time")],
+    })
+    table = table.assign_coords(time_bin=("time_bin", iso_utc(ds["time_bin"].values)))
+    keys = _KEY + ["time_bin"]
+    return _frame(table, _names(table), keys, ds["model_present"].broadcast_like(matched))
 
 
 _KEY = ["dataset", "phase", "model"]
@@ -134,14 +235,18 @@ def _detection(ds: xr.Dataset, shared: xr.Dataset, tot_shared: xr.Dataset, prese
         "recall_at_best": ds["recall_at_best"],
         lb("ap_lb"): ds[lb("ap_lb")],
     })
+    det = xr.Dataset(_with_interval(dict(det.data_vars), ds, ["recall", lb("precision_lb"), lb("f1_lb"),
+                                                              "recall_at_budget"]))
     return _frame(det, _names(det), _KEY, present_dmp)
 
 
 def _timing(ds: xr.Dataset, shared: xr.Dataset, present: xr.DataArray) -> pd.DataFrame:
     import xarray as xr
 
-    timing_vars = xr.Dataset({n: shared[n] for n in TIMING_NAMES})
-    return _frame(timing_vars, list(TIMING_NAMES), _KEY, present.broadcast_like(ds["recall_at_budget"]))
+    # Stores written before the residual quantiles (SPEC §5) have none: their timing table is as it was.
+    names = [n for n in TIMING_NAMES + QUANTILE_NAMES if n in shared]
+    timing_vars = xr.Dataset(_with_interval({n: shared[n] for n in names}, ds, ["mae"]))
+    return _frame(timing_vars, _names(timing_vars), _KEY, present.broadcast_like(ds["recall_at_budget"]))
 
 
 def _calibration(ds: xr.Dataset, present: xr.DataArray, lb: Callable[[str], str]) -> pd.DataFrame:
@@ -152,6 +257,7 @@ def _calibration(ds: xr.Dataset, present: xr.DataArray, lb: Callable[[str], str]
         lb("ece_lb"): ds[lb("ece_lb")],
         lb("brier_lb"): ds[lb("brier_lb")],
     })
+    cal = xr.Dataset(_with_interval(dict(cal.data_vars), ds, [lb("ece_lb")]))
     return _frame(cal, _names(cal), _KEY, present.broadcast_like(ds["recall_at_budget"]))
 
 
@@ -221,7 +327,7 @@ def write_tables(frames: Mapping[str, pd.DataFrame], out_dir: str | Path) -> lis
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name in TABLE_NAMES:
+    for name in (*TABLE_NAMES, *(n for n in OPTIONAL_TABLES if n in frames)):
         path = out / f"{name}.csv"
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_bytes(to_csv_bytes(frames[name]))
@@ -230,10 +336,40 @@ def write_tables(frames: Mapping[str, pd.DataFrame], out_dir: str | Path) -> lis
     return paths
 
 
-def format_table(frame: pd.DataFrame, *, decimals: int = 3) -> str:
-    """A table as printed on the terminal: floats rounded to ``decimals``."""
+def format_table(frame: pd.DataFrame, *, decimals: int = 3, columns: tuple[str, ...] | None = None,
+                 by: str | None = None) -> str:
+    """A table as printed on the terminal: floats rounded to ``decimals``.
+
+    ``columns``: only these (a name ending in ``_lb`` also stands for the name
+    without it, as ``--exhaustive`` tables say ``precision``); absent ones are
+    left out.  ``by``: one block per value of that column, headed
+    ``by: value``, without the column (a long dataset name then costs no
+    width on every row).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"dataset": ["A", "A", "B"], "model": ["m", "n", "m"],
+    ...                       "recall": [0.5, 0.25, 1.0], "precision": [1.0, 0.5, 0.75], "extra": [1, 2, 3]})
+    >>> print(format_table(frame, columns=("dataset", "model", "recall", "precision_lb"), by="dataset"))
+    dataset: A
+    model  recall  precision
+        m   0.500      1.000
+        n   0.250      0.500
+    <BLANKLINE>
+    dataset: B
+    model  recall  precision
+        m   1.000      0.750
+    """
     if frame.empty:
         return "(no rows)"
+    if columns is not None:
+        keep = [c if c in frame.columns else c.removesuffix("_lb") for c in columns]
+        frame = frame[[c for c in keep if c in frame.columns]]
+    if by is not None and by in frame.columns:
+        blocks = []
+        for value, group in frame.groupby(by, sort=False):
+            blocks.append(f"{by}: {value}\n" + format_table(group.drop(columns=by), decimals=decimals))
+        return "\n\n".join(blocks)
     shown = frame.copy()
     for c in shown.columns:
         if shown[c].dtype.kind == "f":

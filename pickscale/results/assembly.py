@@ -22,9 +22,10 @@ import numpy as np
 import xarray as xr
 
 from ..kernel import FIELDS, PAIR_KEY, Kind, StationResult, StationStack, add_fine
+from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
-from .variables import STATION_FIELDS, VARIABLES
+from .variables import STATION_FIELDS, TIME_BINNED, VARIABLES
 
 __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
 
@@ -126,6 +127,11 @@ _ORDER = ("n_reference", "model_present", "station_scored", "fine_emitted", "fin
           "pair_model", "pair_phase", "pair_station", "residual", "pair_conf", *STATION_FIELDS)
 
 
+def _order(options: Options) -> tuple[str, ...]:
+    """The variables of a run: without time bins, none of :data:`~pickscale.results.variables.TIME_BINNED`."""
+    return _ORDER if options.time_bin is not None else tuple(n for n in _ORDER if n not in TIME_BINNED)
+
+
 def assemble(
     per_dataset: Mapping[str, DatasetCounts],
     *,
@@ -143,6 +149,7 @@ def assemble(
     models = sorted({m for c in per_dataset.values() for m in c.models})
     stations = sorted({s for c in per_dataset.values() for s in c.stations})
     data, pair_parts = _lay_out([per_dataset[d] for d in datasets], models, stations, options)
+    names = _order(options)
     pairs = _canonical_pairs(pair_parts)
     data.update({"pair_" + key: pairs[key] for key in ("dataset", "model", "phase", "station", "conf")})
     data["residual"] = pairs["residual_ns"] / 1e9
@@ -155,7 +162,9 @@ def assemble(
         "station": np.array(stations, dtype=object),
         "bin": np.arange(N_BINS, dtype=np.int64),
     }
-    ds = xr.Dataset({name: (VARIABLES[name].dims, data[name]) for name in _ORDER}, coords=coords)
+    if options.time_bin is not None:
+        coords["time_bin"] = _bin_starts(options)
+    ds = xr.Dataset({name: (VARIABLES[name].dims, data[name]) for name in names}, coords=coords)
     ds.attrs.update(dict(attrs or {}))
     ds.attrs["options"] = options.to_attrs()
     return derive(ds, options=options, residual_ns=pairs["residual_ns"])
@@ -165,12 +174,14 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
              options: Options) -> tuple[dict[str, np.ndarray], list[dict[str, np.ndarray]]]:
     """The count and coverage arrays on the shared coordinates, and each dataset's pairs in global indices."""
     sizes = {"dataset": len(counts), "model": len(models), "phase": 2, "threshold": options.grid.size,
-             "fine_threshold": options.fine.size, "station": len(stations), "bin": N_BINS}
+             "fine_threshold": options.fine.size, "station": len(stations), "bin": N_BINS,
+             "time_bin": _bin_starts(options).size, "limb": N_LIMBS, "product": N_PRODUCTS}
+    fields = [key for key in STATION_FIELDS if key in _order(options)]
     m_index = {m: i for i, m in enumerate(models)}
     s_index = {s: i for i, s in enumerate(stations)}
     data = {name: np.zeros(tuple(sizes[d] for d in VARIABLES[name].dims),
                            dtype=np.float64 if FIELDS[name] is Kind.DERIVED else np.int64)
-            for name in ("n_reference", "fine_emitted", "fine_matched", *STATION_FIELDS)}
+            for name in ("n_reference", "fine_emitted", "fine_matched", *fields)}
     for name in ("model_present", "station_scored"):
         data[name] = np.zeros(tuple(sizes[d] for d in VARIABLES[name].dims), dtype=bool)
     pair_parts: list[dict[str, np.ndarray]] = []
@@ -181,8 +192,11 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
         data["station_scored"][d, si] = True
         if si.size:
             data["n_reference"][d][:, si] = c.n_reference
-            for key in STATION_FIELDS:
-                data[key][d][np.ix_(mi, *[np.arange(n) for n in c.counts[key].shape[1:-1]], si)] = c.counts[key]
+            for key in fields:
+                # Laid out on the model axis where there is one (n_reference_over_time has none).
+                lead = [mi] if "model" in VARIABLES[key].dims else []
+                rest = c.counts[key].shape[len(lead):-1]
+                data[key][d][np.ix_(*lead, *[np.arange(n) for n in rest], si)] = c.counts[key]
         if mi.size:
             data["fine_emitted"][d, mi] = c.fine_emitted
             data["fine_matched"][d, mi] = c.fine_matched
@@ -196,6 +210,14 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
                 "conf": c.pairs["conf"],
             })
     return data, pair_parts
+
+
+def _bin_starts(options: Options) -> np.ndarray:
+    """The ``time_bin`` coordinate: the start of each bin (datetime64[ns], UTC); empty without time bins."""
+    edges = options.bin_edges
+    if options.time_bin is None or edges is None or edges.size < 2:
+        return np.zeros(0, dtype="datetime64[ns]")
+    return np.asarray(edges[:-1], dtype=np.int64).view("datetime64[ns]")
 
 
 def _canonical_pairs(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -60,6 +60,12 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
     out[lb("brier_lb")] = _ufunc(calibration.brier, ds.brier_sum.sum("station"), cal_n.sum("bin"))
 
     out.update(_readings(ds, options, tot, n_ref, out))
+    if "matched_over_time" in ds:
+        # SPEC §10: at the shared threshold, per time bin, over all stations.
+        matched_t = ds.matched_over_time.sum("station")
+        out["recall_over_time"] = _ufunc(detection.recall, matched_t, ds.n_reference_over_time.sum("station"))
+        out[lb("precision_lb_over_time")] = _ufunc(detection.precision, matched_t,
+                                                   ds.emitted_over_time.sum("station"))
 
     derived = xr.Dataset(out)
     for name in derived.data_vars:
@@ -74,7 +80,8 @@ def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) ->
     nd, nm, nt = ds.sizes["dataset"], ds.sizes["model"], ds.sizes["threshold"]
     if residual_ns is None:
         residual_ns = np.round(ds.residual.values * 1e9).astype(np.int64)
-    stats = {name: np.full((nd, nm, 2, nt), np.nan) for name in timing.TIMING_NAMES}
+    names = timing.TIMING_NAMES + timing.QUANTILE_NAMES
+    stats = {name: np.full((nd, nm, 2, nt), np.nan) for name in names}
     stats["n"] = np.zeros((nd, nm, 2, nt), dtype=np.int64)
     key = (ds.pair_dataset.values.astype(np.int64) * nm + ds.pair_model.values) * 2 + ds.pair_phase.values
     conf = ds.pair_conf.values
@@ -86,7 +93,7 @@ def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) ->
         g = int(key[lo])
         d, m, p = g // (nm * 2), (g // 2) % nm, g % 2
         sweep = timing.timing_sweep(residual_ns[lo:hi], conf[lo:hi], options.grid, tol=options.tol)
-        for name in timing.TIMING_NAMES:
+        for name in names:
             stats[name][d, m, p] = sweep[name]
     dims = ("dataset", "model", "phase", "threshold")
     return {name: xr.DataArray(values, dims=dims) for name, values in stats.items()}
@@ -101,8 +108,8 @@ def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
     budget = np.zeros((nd, 2), dtype=np.int64)
     for d in range(nd):
         for p in range(2):
-            if options.budget is not None:
-                budget[d, p] = options.budget
+            if options.budgets:  # several: the first is the detection table's budget
+                budget[d, p] = options.budgets[0]
             else:
                 budget[d, p] = curves.default_budget(n_ref_v[d, p], emitted_floor[d, present[d], p])
     names = ("recall_at_budget", "best_threshold", lb("f1_lb_at_best"), "recall_at_best", lb("precision_lb_at_best"))
@@ -124,6 +131,19 @@ def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
                     values[name][d, m, p] = v
     result = {name: xr.DataArray(v, dims=("dataset", "model", "phase")) for name, v in values.items()}
     result["budget"] = xr.DataArray(budget, dims=("dataset", "phase"))
+    if len(options.budgets) > 1:
+        # Several budgets (SPEC §7): recall_at_budget at each, dim ``budgets`` (ascending).
+        several = sorted(options.budgets)
+        at = np.full((nd, nm, 2, len(several)), np.nan)
+        for d in range(nd):
+            for m in range(nm):
+                if present[d, m]:
+                    for p in range(2):
+                        for k, b in enumerate(several):
+                            at[d, m, p, k] = curves.recall_at_budget(fe[d, m, p], fm[d, m, p], n_ref_v[d, p], b)
+        result["recall_at_budgets"] = xr.DataArray(
+            at, dims=("dataset", "model", "phase", "budgets"),
+            coords={"budgets": np.asarray(several, dtype=np.int64)})
     result[lb("ap_lb")] = xr.DataArray(
         curves.average_precision(fe, fm, n_ref_v[:, None, :]), dims=("dataset", "model", "phase")
     )

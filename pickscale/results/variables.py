@@ -21,7 +21,9 @@ from ..options import Options
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["Variable", "VARIABLES", "COORDINATES", "STATION_FIELDS", "metric_name", "describe"]
+__all__ = ["Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
+           "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "metric_name",
+           "describe"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,30 @@ VARIABLES: dict[str, Variable] = {
              "Sum of conf over the picks of cal_n."),
     "brier_sum": Variable(("dataset", "model", "phase", "station"), "sum of squared calibration error", "1",
              "Sum of (conf - hit)^2 over picks at or above the floor, per station."),
+    "cal_conf_limbs": Variable(("dataset", "model", "phase", "bin", "limb", "station"),
+             "exact sum of confidence per calibration bin (limbs)", "1",
+             "Sum of round(conf * 2^62) over the picks of cal_n, as four 16-bit limb sums in canonical form "
+             "(kernel/exact.py): cal_conf is derived from it. Kept so that stores extend exactly (pickscale "
+             "extend)."),
+    "conf_sq_sums": Variable(("dataset", "model", "phase", "product", "station"),
+             "exact sum of squared confidence (limb products)", "1",
+             "Sum of round(conf * 2^62)^2 over picks at or above the floor, as ten limb-product sums in canonical "
+             "form (kernel/exact.py); with hit_conf_limbs and cal_hits it gives brier_sum."),
+    "hit_conf_limbs": Variable(("dataset", "model", "phase", "limb", "station"),
+             "exact sum of confidence of matched picks (limbs)", "1",
+             "Sum of round(conf * 2^62) over the picks in a detection pair, as four 16-bit limb sums in canonical "
+             "form (kernel/exact.py)."),
+    "n_reference_over_time": Variable(("dataset", "phase", "time_bin", "station"), "reference arrivals per time bin",
+             "1", "Scored reference arrivals per station, phase and bin of their time (SPEC §10)."),
+    "emitted_over_time": Variable(("dataset", "model", "phase", "time_bin", "station"), "picks emitted per time bin",
+             "1", "Picks with conf >= the shared threshold per station and bin of their time (SPEC §10)."),
+    "matched_over_time": Variable(("dataset", "model", "phase", "time_bin", "station"), "picks matched per time bin",
+             "1", "Of emitted_over_time, the picks in a detection pair, per bin of their arrival's time (SPEC §10)."),
+    "recall_over_time": Variable(("dataset", "model", "phase", "time_bin"), "recall per time bin", "1",
+             "matched_over_time / n_reference_over_time at the shared threshold, summed over stations."),
+    "precision_lb_over_time": Variable(("dataset", "model", "phase", "time_bin"),
+             "precision per time bin (lower bound)", "1",
+             "matched_over_time / emitted_over_time at the shared threshold, summed over stations."),
     "fine_emitted": Variable(("dataset", "model", "phase", "fine_threshold"), "picks emitted (fine curve)", "1",
              "Picks with conf >= k/1000, summed over stations (SPEC §7)."),
     "fine_matched": Variable(("dataset", "model", "phase", "fine_threshold"), "picks matched (fine curve)", "1",
@@ -105,6 +131,12 @@ VARIABLES: dict[str, Variable] = {
     "within_0.1": Variable(_DMPT, "fraction within 0.1 s", "1", "fraction of residuals with |residual| <= 0.1 s."),
     "within_0.25": Variable(_DMPT, "fraction within 0.25 s", "1", "fraction of residuals with |residual| <= 0.25 s."),
     "within_0.5": Variable(_DMPT, "fraction within 0.5 s", "1", "fraction of residuals with |residual| <= 0.5 s."),
+    "p10": Variable(_DMPT, "10th percentile of onset residual", "s",
+             "residual quantile at 0.10, linear between order statistics at h = (n - 1) 0.10 (SPEC §5)."),
+    "p90": Variable(_DMPT, "90th percentile of onset residual", "s",
+             "residual quantile at 0.90, linear between order statistics at h = (n - 1) 0.90 (SPEC §5)."),
+    "iqr": Variable(_DMPT, "interquartile range of onset residual", "s",
+             "p75 - p25 of the residuals, each quantile as p10 (SPEC §5)."),
     "mean_conf": Variable(("dataset", "model", "phase", "bin"), "mean confidence per bin", "1",
              "mean conf of the picks in the calibration bin (SPEC §6)."),
     "observed_lb": Variable(("dataset", "model", "phase", "bin"), "observed frequency per bin (lower bound)", "1",
@@ -136,9 +168,48 @@ COORDINATES: dict[str, Variable] = {
     "bin": Variable(("bin",), "calibration bin", "1", "min(floor(conf*10), 9) (SPEC §6)."),
 }
 
-#: The per-station counts of the Dataset: the kernel's per-station fields (less the exact limbs, which stay
-#: inside the engine, and ``n_reference``, which has no model axis), with the dims between ``dataset`` and
-#: ``station``.
+#: Coordinates of optional variables: ``budgets`` with several budgets, ``model_b`` with intervals.
+OPTIONAL_COORDINATES: dict[str, Variable] = {
+    "budgets": Variable(("budgets",), "matched pick budget", "1",
+                        "The budgets of recall_at_budgets, ascending (SPEC §7); only with several budgets."),
+    "model_b": Variable(("model_b",), "model compared with", "1",
+                        "The second model of each paired difference (model minus model_b; SPEC §12)."),
+}
+
+#: The ``time_bin`` coordinate's attributes (no ``units``: it is a datetime, encoded by xarray).
+TIME_BIN_ATTRS = {"long_name": "start of time bin",
+                  "description": "Start (UTC) of each bin of the run's time_bin option (SPEC §10); a bin holds the "
+                                 "times t with start <= t < the next start."}
+
+_DMMP = ("dataset", "model", "model_b", "phase")
+_INTERVAL_OF = {"recall": _DMP, "precision_lb": _DMP, "f1_lb": _DMP, "recall_at_budget": _DMP, "mae": _DMP,
+                "ece_lb": _DMP, "recall_at_budgets": ("dataset", "model", "phase", "budgets")}
+_SHARED = "at the shared threshold, "
+
+#: Variables that exist only with several budgets (SPEC §7) or after :func:`pickscale.bootstrap` (SPEC §12).
+OPTIONAL_VARIABLES: dict[str, Variable] = {
+    "recall_at_budgets": Variable(("dataset", "model", "phase", "budgets"), "recall at each matched budget", "1",
+             "recall_at_budget read at each of several budgets (option budget as a list; SPEC §7)."),
+    **{f"{metric}_{end}": Variable(
+        dims, f"{'lower' if end == 'lo' else 'upper'} end of the interval of {metric}",
+        "s" if metric == "mae" else "1",
+        f"Bootstrap over stations (SPEC §12), {_SHARED if metric in ('recall', 'precision_lb', 'f1_lb', 'mae') else ''}"
+        "percentile interval; level, draws and seed in attrs['bootstrap'].")
+       for metric, dims in _INTERVAL_OF.items() for end in ("lo", "hi")},
+    **{f"{metric}_diff{end}": Variable(
+        _DMMP, f"{metric} of model minus model_b{'' if not end else ' (' + end[1:] + ' end of interval)'}", "1",
+        f"Paired difference on the same resampled stations (SPEC §12){'' if not end else ', percentile interval'}.")
+       for metric in ("recall", "recall_at_budget") for end in ("", "_lo", "_hi")},
+}
+
+#: The variables (and the coordinate) that exist only in results scored with ``time_bin``.
+TIME_BINNED: tuple[str, ...] = ("n_reference_over_time", "emitted_over_time", "matched_over_time",
+                                "recall_over_time", "precision_lb_over_time")
+
+#: The per-station counts of the Dataset: the kernel's per-station fields (less ``n_reference``, which has no
+#: model axis), with the dims between ``dataset`` and ``station``.  ``n_reference_over_time`` is one of them
+#: although it has no model axis.  The exact sums (``cal_conf_limbs``, ``conf_sq_sums``, ``hit_conf_limbs``;
+#: dims ``limb`` and ``product``) are stored too, so that a store extends exactly (:func:`pickscale.extend`).
 STATION_FIELDS: dict[str, tuple[str, ...]] = {
     name: VARIABLES[name].dims[1:-1] for name in PER_STATION if name in VARIABLES and name != "n_reference"
 }
@@ -157,7 +228,7 @@ def metric_name(name: str, exhaustive: bool) -> str:
 
 def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
     """Set every variable's and coordinate's ``long_name``, ``units`` and ``description`` (in place)."""
-    for canonical, variable in VARIABLES.items():
+    for canonical, variable in {**VARIABLES, **OPTIONAL_VARIABLES}.items():
         name = metric_name(canonical, options.exhaustive)
         if name in ds.variables:
             attrs = variable.attrs
@@ -166,4 +237,9 @@ def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
             ds[name].attrs.update(attrs)
     for name, coordinate in COORDINATES.items():
         ds[name].attrs.update(coordinate.attrs)
+    for name, coordinate in OPTIONAL_COORDINATES.items():
+        if name in ds.coords:
+            ds[name].attrs.update(coordinate.attrs)
+    if "time_bin" in ds.coords:
+        ds["time_bin"].attrs.update(TIME_BIN_ATTRS)
     return ds

@@ -11,6 +11,7 @@ convenience over it for picks in memory.
 - :mod:`~pickscale.scope.summaries`: per-row codes and per-key summaries (additive across partitions);
 - :mod:`~pickscale.scope.plan`: the station- and dataset-level decisions, taken on summaries;
 - :mod:`~pickscale.scope.apply`: the entry point — the plan applied to the reference rows, exclusions, warnings;
+- :mod:`~pickscale.scope.coverage`: the windows each model was run on, as cells; the common coverage;
 - :mod:`~pickscale.scope.hints`: messages and likely causes of a fatal mismatch.
 
 A Dask engine builds the summaries per partition, combines them (counts add,
@@ -21,11 +22,13 @@ filters every partition of picks with :meth:`ScopePlan.picks_mask`.
 from __future__ import annotations
 
 from .apply import EXCLUSION_KEYS, Scope, apply_scope, scope_from_summary
+from .coverage import COVERAGE_KEYS, Coverage, apply_coverage
 from .hints import nothing_left, shift_hint, span_hint, station_hint
 from .plan import ScopePlan, plan_scope
 from .summaries import (
     dedupe_reference,
     drop_below_floor,
+    pick_cells,
     scored_stations,
     summarise_picks,
     summarise_reference,
@@ -38,6 +41,10 @@ __all__ = [
     "Scope",
     "ScopePlan",
     "EXCLUSION_KEYS",
+    "Coverage",
+    "COVERAGE_KEYS",
+    "apply_coverage",
+    "pick_cells",
     "plan_scope",
     "dedupe_reference",
     "text_codes",

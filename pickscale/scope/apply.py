@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .coverage import COVERAGE_KEYS, Coverage, apply_coverage
-from .hints import iso, nothing_left, show_names, shift_hint, span_error
+from .hints import iso, nothing_left, shift_hint, show_names, span_error
 from .plan import ScopePlan, plan_scope
 from .summaries import ReferenceCodes, drop_below_floor, pick_cells, summarise_picks
 
@@ -337,7 +337,8 @@ def _unpicked(plan: ScopePlan, rc: ReferenceCodes, distinct: np.ndarray, group: 
         ps = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(sts)]
         for m in plan.models[d]:
             mine = ps[ps["model"] == m]
-            has = np.isin(np.asarray(sts, dtype=object), mine["station"].to_numpy(object))
+            # Hashed (pandas), not np.isin: on object arrays numpy compares every pair (minutes at 10^5 stations).
+            has = np.asarray(pd.Index(sts).isin(mine["station"].to_numpy(object)), dtype=bool)
             n_missing = int(held[~has].sum())
             lo = max(int(mine["t_min"].min()) - int(residual_tol_ns), pd.Timestamp.min.value)
             hi = min(int(mine["t_max"].max()) + int(residual_tol_ns), pd.Timestamp.max.value)

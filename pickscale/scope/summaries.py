@@ -18,6 +18,7 @@ __all__ = [
     "drop_below_floor",
     "summarise_reference",
     "summarise_picks",
+    "pick_cells",
     "scored_stations",
 ]
 
@@ -184,12 +185,25 @@ def summarise_reference(ref: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"n_reference": np.int64, "t_min": np.int64, "t_max": np.int64})
 
 
-def summarise_picks(picks: pd.DataFrame) -> pd.DataFrame:
+def pick_cells(picks: pd.DataFrame, coverage) -> np.ndarray:
+    """The coverage cell of each pick (int64, −1 outside every window; :mod:`pickscale.scope.coverage`)."""
+    d_codes, d_names = text_codes(picks["dataset"])
+    s_codes, s_names = text_codes(picks["station"])
+    return coverage.cells(d_names, s_names, d_codes, s_codes, picks["time"].to_numpy(np.int64))
+
+
+def summarise_picks(picks: pd.DataFrame, *, coverage=None) -> pd.DataFrame:
     """Per (dataset, station, model): ``n_picks``, ``t_min``, ``t_max``.
 
-    ``picks`` must already be at or above the floor.
+    ``picks`` must already be at or above the floor.  With a ``coverage``
+    (:class:`~pickscale.scope.coverage.Coverage`), per (dataset, station,
+    model, cell) instead.
     """
-    g = picks.groupby(["dataset", "station", "model"], sort=True, observed=True)["time"]
+    keys = ["dataset", "station", "model"]
+    if coverage is not None:
+        picks = picks.assign(cell=pick_cells(picks, coverage))
+        keys.append("cell")
+    g = picks.groupby(keys, sort=True, observed=True)["time"]
     out = g.agg(n_picks="size", t_min="min", t_max="max").reset_index()
     return out.astype({"n_picks": np.int64, "t_min": np.int64, "t_max": np.int64})
 

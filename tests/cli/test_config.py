@@ -89,3 +89,18 @@ def test_config_and_command_line_give_identical_stores(tmp_path):
         assert np.array_equal(a[name].values, b[name].values, equal_nan=a[name].dtype.kind == "f"), name
     for f in ("detection.csv", "timing.csv", "sweep.csv"):
         assert (tmp_path / "by_config" / f).read_bytes() == (tmp_path / "by_cli" / f).read_bytes()
+
+
+def test_study_file_takes_several_budgets_and_a_ci_level(tmp_path):
+    """Issue 14 through a study file: `budget` may be a list (one row per budget in budgets.csv) and `ci`
+    the bootstrap level; a budget of another type is refused naming both accepted types."""
+    from pickscale.config import load_config
+    from pickscale.errors import OptionsError
+
+    study = tmp_path / "study.toml"
+    study.write_text('reference = "r.csv"\n[options]\nbudget = [50, 100]\nci = 0.9\n')
+    config, _ = load_config(study)
+    assert config["budget"] == [50, 100] and config["ci"] == 0.9
+    study.write_text('reference = "r.csv"\n[options]\nbudget = "many"\n')
+    with pytest.raises(OptionsError, match="budget should be a int or list"):
+        load_config(study)

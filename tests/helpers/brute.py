@@ -364,15 +364,30 @@ def _exact_median(sorted_values: list) -> Fraction:
     return Fraction(sorted_values[mid - 1] + sorted_values[mid], 2)
 
 
+QUANTILE_NAMES = ("p10", "p90", "iqr")
+
+
+def _exact_quantile(sorted_values: list, q: Fraction) -> Fraction:
+    # SPEC §5: linear between order statistics at h = (n - 1) q (the median's convention at q = 1/2).
+    h = (len(sorted_values) - 1) * q
+    lo = math.floor(h)
+    if h == lo:
+        return Fraction(sorted_values[lo])
+    return sorted_values[lo] + (h - lo) * (sorted_values[lo + 1] - sorted_values[lo])
+
+
 def timing_stats(residual_ns: Sequence[int], tol: float) -> dict:
     """SPEC §5 statistics of a set of residuals given in integer ns; ``tol`` in seconds."""
     e = sorted(int(x) for x in residual_ns)
     n = len(e)
     out: dict = {"n": n}
     if n == 0:
-        for name in TIMING_NAMES[1:]:
+        for name in TIMING_NAMES[1:] + QUANTILE_NAMES:
             out[name] = NAN
         return out
+    out["p10"] = float(_exact_quantile(e, Fraction(1, 10)) / _NS)
+    out["p90"] = float(_exact_quantile(e, Fraction(9, 10)) / _NS)
+    out["iqr"] = float((_exact_quantile(e, Fraction(3, 4)) - _exact_quantile(e, Fraction(1, 4))) / _NS)
     abs_e = sorted(abs(x) for x in e)
     out["mae"] = float(Fraction(sum(abs_e), n * _NS))
     out["rmse"] = math.sqrt(Fraction(sum(x * x for x in e), n * _NS * _NS))

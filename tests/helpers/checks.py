@@ -29,7 +29,7 @@ DETECTION_COLUMNS = [
     "extra_rate", "duplicate_rate", "recall_at_budget", "budget", "best_threshold", "f1_lb_at_best",
     "recall_at_best", "ap_lb",
 ]
-TIMING_COLUMNS = ["dataset", "phase", "model", *TIMING]
+TIMING_COLUMNS = ["dataset", "phase", "model", *TIMING, *brute.QUANTILE_NAMES]
 CALIBRATION_COLUMNS = ["dataset", "phase", "model", "n", "ece_lb", "brier_lb"]
 RELIABILITY_COLUMNS = ["dataset", "phase", "model", "bin", "n", "mean_conf", "observed_lb"]
 PHASE_QUALITY_COLUMNS = ["dataset", "model", "P_n", "P_matched_as_S", "S_n", "S_matched_as_P", "swap_rate",
@@ -39,7 +39,8 @@ SWEEP_COLUMNS = ["dataset", "phase", "model", "threshold", "n_reference", "emitt
                  *TIMING]
 TABLE_NAMES = ("detection", "timing", "calibration", "reliability", "phase_quality", "sweep")
 EXCLUSION_KEYS = (
-    "picks_below_floor", "reference_duplicates", "reference_in_datasets_without_picks",
+    "picks_below_floor", "reference_duplicates", "reference_outside_coverage", "picks_outside_coverage",
+    "reference_in_datasets_without_picks",
     "picks_in_datasets_without_reference", "reference_at_unpicked_stations", "picks_at_unreferenced_stations",
     "reference_outside_span",
 )
@@ -230,7 +231,7 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
                     rab, budgets[pi], best[0], best[1], best[2], ap,
                 ])
                 tstats = [brute.timing_stats(residuals[(m, pi, t)], tol) for t in range(T)]
-                rows["timing"].append([d, ph, model, *[tstats[ti][k] for k in TIMING]])
+                rows["timing"].append([d, ph, model, *[tstats[ti][k] for k in (*TIMING, *brute.QUANTILE_NAMES)]])
                 cn, cc, ch = tot["cal_n"][m, pi], tot["cal_conf"][m, pi], tot["cal_hits"][m, pi]
                 N = int(cn.sum())
                 rows["calibration"].append([d, ph, model, N, brute.ece(cn, cc, ch),

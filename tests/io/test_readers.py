@@ -520,7 +520,7 @@ class TestInvalidRows:
         assert "header = row 1" in msg
         assert f"{column} (column '{column}')" in msg and words in msg
         assert f"row 4: {bad!r}" in msg  # data row index 2 -> spreadsheet row 4
-        assert "--drop-invalid" in msg
+        assert "drop_invalid" in msg
 
     @pytest.mark.parametrize("column,bad,words", INVALID_CASES)
     def test_dropped(self, column, bad, words):

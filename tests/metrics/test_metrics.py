@@ -17,7 +17,7 @@ from pickscale.kernel import score_station
 from pickscale.metrics.calibration import brier, ece, reliability
 from pickscale.metrics.curves import average_precision, best_threshold, default_budget, recall_at_budget
 from pickscale.metrics.detection import duplicate_rate, extra_rate, f1, precision, recall, swap_rate
-from pickscale.metrics.timing import TIMING_NAMES, timing_stats, timing_sweep
+from pickscale.metrics.timing import QUANTILE_NAMES, TIMING_NAMES, timing_stats, timing_sweep
 from pickscale.options import Options
 from tests.helpers.brute import ns
 
@@ -112,7 +112,7 @@ def test_timing_stats_by_hand():
         "n", "mae", "rmse", "medae", "bias", "mean", "std",
         "gross_error_rate", "within_0.1", "within_0.25", "within_0.5",
     )  # fmt: skip
-    assert set(got) == set(TIMING_NAMES)
+    assert set(got) == set(TIMING_NAMES + QUANTILE_NAMES)
     assert got["n"] == 4 and isinstance(got["n"], (int, np.integer))
     expected = {
         "mae": 0.3,
@@ -210,7 +210,7 @@ def test_timing_sweep_filters_by_conf():
     res = ns([-0.3, 0.6, 0.1])
     conf = np.array([0.5, 0.2, 0.9])
     got = timing_sweep(res, conf, thresholds, tol=0.5)
-    assert set(got) == set(TIMING_NAMES)
+    assert set(got) == set(TIMING_NAMES + QUANTILE_NAMES)
     np.testing.assert_array_equal(got["n"], [3, 2, 2, 1, 0])
     np.testing.assert_allclose(got["mean"], [0.4 / 3, -0.1, -0.1, 0.1, NAN], rtol=RTOL)
     np.testing.assert_allclose(got["bias"], [0.1, -0.1, -0.1, 0.1, NAN], rtol=RTOL)

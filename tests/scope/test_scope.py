@@ -156,6 +156,8 @@ def test_all_exclusion_counts():
     assert s.exclusions == {
         "picks_below_floor": 2,
         "reference_duplicates": 1,
+        "reference_outside_coverage": 0,
+        "picks_outside_coverage": 0,
         "reference_in_datasets_without_picks": 1,
         "picks_in_datasets_without_reference": 1,
         "reference_at_unpicked_stations": 1,

@@ -15,10 +15,11 @@ import matplotlib as mpl
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..names import FIGURES
+from ..names import FIGURES, TIME_BIN_FIGURES
 from .calibration import reliability
 from .detection import operating_curves, recall_treatments
 from .onsets import residuals, timing
+from .over_time import has_time_bins, recall_over_time
 from .station_recall import stations
 from .style import STYLE
 
@@ -32,7 +33,13 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
     "residuals": residuals,
     "reliability": reliability,
     "stations": stations,
+    "recall_over_time": recall_over_time,
 }
+
+
+def _default_names(ds: xr.Dataset) -> list[str]:
+    """:data:`FIGURES`, then those of time bins when ``ds`` has them."""
+    return [*FIGURES, *(TIME_BIN_FIGURES if has_time_bins(ds) else ())]
 
 
 def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, Figure]:
@@ -43,7 +50,8 @@ def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, 
     ds
         A pickscale results Dataset.
     names
-        Which figures (default: all of :data:`FIGURES`, in that order).
+        Which figures (default: all of :data:`FIGURES`, in that order, then ``recall_over_time`` for
+        results scored with ``time_bin``).
 
     Returns
     -------
@@ -57,7 +65,7 @@ def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, 
     >>> sorted(pickscale.report.figures.figures(ds))                    # doctest: +SKIP
     ['operating_curves', 'recall_treatments', 'reliability', 'residuals', 'stations', 'timing']
     """
-    chosen = list(FIGURES if names is None else names)
+    chosen = _default_names(ds) if names is None else list(names)
     unknown = [n for n in chosen if n not in _BUILDERS]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}")
@@ -105,7 +113,7 @@ def save_figures(
     fmt = format.lower().lstrip(".")
     if fmt not in ("png", "svg", "pdf"):
         raise ValueError(f"format must be 'png', 'svg' or 'pdf'; got {format!r}")
-    chosen = list(FIGURES if names is None else names)
+    chosen = _default_names(ds) if names is None else list(names)
     unknown = [n for n in chosen if n not in _BUILDERS]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}")

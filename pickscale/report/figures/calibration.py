@@ -43,6 +43,8 @@ class CalibrationLine:
     high: np.ndarray
     #: Expected calibration error (``ece_lb`` unless exhaustive).
     ece: float
+    #: Its bootstrap interval (SPEC §12), or None when the results hold none.
+    ece_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ def calibration_curves(
                     lines.append(CalibrationLine(
                         model=m, conf=x[ok], observed=yv[ok], n=nb[ok], low=low, high=high,
                         ece=float(ds[ece_name].sel(dataset=d, model=m, phase=phase)),
+                        ece_ci=((float(ds[ece_name + "_lo"].sel(dataset=d, model=m, phase=phase)),
+                                 float(ds[ece_name + "_hi"].sel(dataset=d, model=m, phase=phase)))
+                                if ece_name + "_lo" in ds else None),
                     ))
             panels[d, phase] = CalibrationPanel(d, phase, n, bool(ms), lines)
     # The key to the marker size: round counts within the figure's range.
@@ -235,7 +240,8 @@ def _calibration_panel(ax: Axes, panel: CalibrationPanel, data: CalibrationCurve
     ax.axvline(data.threshold, color="#9a9a9a", ls=":", lw=0.9, zorder=1)
     for line in panel.lines:
         m, c = line.model, colors[line.model]
-        ax.plot(line.conf, line.observed, "-", color=c, lw=1.2, alpha=0.9, label=f"{m}  {line.ece:.3f}")
+        ci = f" [{line.ece_ci[0]:.3f}, {line.ece_ci[1]:.3f}]" if line.ece_ci is not None else ""
+        ax.plot(line.conf, line.observed, "-", color=c, lw=1.2, alpha=0.9, label=f"{m}  {line.ece:.3f}{ci}")
         ax.vlines(line.conf, line.low, line.high, color=c, lw=1.0, alpha=0.45, zorder=2,
                   gid=f"interval:{m}")
         ax.scatter(line.conf, line.observed, s=area(line.n), color=c, edgecolor=REF,

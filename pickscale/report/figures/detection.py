@@ -13,7 +13,7 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,6 +77,10 @@ class RecallBars:
     at_budget: dict[tuple[str, str, str], float]
     #: The recall axis, zoomed on the values drawn.
     ylim: tuple[float, float]
+    #: (dataset, model, phase) -> the bootstrap interval (SPEC §12) of recall at the shared threshold and of
+    #: recall at the budget; empty when the results hold no intervals (no error bars are drawn).
+    recall_ci: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
+    at_budget_ci: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
 
 
 def recall_bars(
@@ -110,6 +114,14 @@ def recall_bars(
     ]
     ylim = zoom_limits(np.concatenate([np.ravel(v) for v in drawn_values]) if drawn_values else [])
     cells = [(d, m, p) for d, ms in groups.items() for m in ms for p in PHASES]
+
+    def interval(name: str) -> dict[tuple[str, str, str], tuple[float, float]]:
+        if f"{name}_lo" not in ds:
+            return {}
+        lo, hi = ds[f"{name}_lo"].load(), ds[f"{name}_hi"].load()
+        return {(d, m, p): (float(lo.sel(dataset=d, model=m, phase=p)), float(hi.sel(dataset=d, model=m, phase=p)))
+                for d, m, p in cells}
+
     return RecallBars(
         threshold=opts.threshold,
         datasets=dsets,
@@ -121,6 +133,8 @@ def recall_bars(
         recall={(d, m, p): float(recall.sel(dataset=d, model=m, phase=p)) for d, m, p in cells},
         at_budget={(d, m, p): float(at_budget.sel(dataset=d, model=m, phase=p)) for d, m, p in cells},
         ylim=ylim,
+        recall_ci=interval("recall"),
+        at_budget_ci=interval("recall_at_budget"),
     )
 
 
@@ -235,6 +249,9 @@ def _recall_panel(ax: Axes, phase: str, data: RecallBars, colors: dict[str, str]
                         mew=0.6, zorder=3)
             elif np.isfinite(r):
                 missing_dot = True
+            _error_bar(ax, x - bar_w * 0.18, r, data.recall_ci.get((d, m, phase)), gid=f"recall_ci:{m}")
+            if np.isfinite(rb):
+                _error_bar(ax, x + bar_w * 0.18, rb, data.at_budget_ci.get((d, m, phase)), gid=f"budget_ci:{m}")
     ax.set_xticks(range(len(dsets)))
     ax.set_xticklabels(labels, rotation=30 if rotate else 0, ha="right" if rotate else "center",
                        rotation_mode="anchor" if rotate else "default")
@@ -246,6 +263,15 @@ def _recall_panel(ax: Axes, phase: str, data: RecallBars, colors: dict[str, str]
     ax.set_title(f"{phase}", fontweight="bold")
     ax.grid(axis="x", visible=False)
     return missing_dot
+
+
+def _error_bar(ax: Axes, x: float, y: float, interval: tuple[float, float] | None, *, gid: str) -> None:
+    """A bootstrap interval (SPEC §12) as an error bar at ``(x, y)``; nothing without one."""
+    if interval is None or not (np.isfinite(y) and np.all(np.isfinite(interval))):
+        return
+    lo, hi = interval
+    ax.errorbar([x], [y], yerr=[[max(y - lo, 0.0)], [max(hi - y, 0.0)]], fmt="none", ecolor=REF, elinewidth=0.8,
+                capsize=2.0, zorder=4, gid=gid)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ draw nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,8 @@ class OnsetErrors:
     #: The range of the values drawn (MAE, medae, |bias| and bias), 0 included.
     xmin: float
     xmax: float
+    #: (dataset, model, phase) -> the bootstrap interval of MAE (SPEC §12); empty without intervals.
+    mae_ci: dict[Cell, tuple[float, float]] = field(default_factory=dict)
 
 
 def onset_errors(
@@ -111,6 +113,11 @@ def onset_errors(
     def at(a: xr.DataArray) -> dict[Cell, float]:
         return {(d, m, p): float(a.sel(dataset=d, model=m, phase=p)) for d, m, p in cells}
 
+    mae_ci: dict[Cell, tuple[float, float]] = {}
+    if "mae_lo" in ds:
+        lo, hi = ds.mae_lo.load(), ds.mae_hi.load()
+        mae_ci = {c: (float(lo.sel(dataset=c[0], model=c[1], phase=c[2])),
+                      float(hi.sel(dataset=c[0], model=c[1], phase=c[2]))) for c in cells}
     return OnsetErrors(
         threshold=opts.threshold, tol=opts.tol, residual_tol=opts.residual_tol, models=mods, cap_note=cap_note,
         rows=rows, n_reference={(d, p): int(n_ref.sel(dataset=d, phase=p)) for d in dsets for p in PHASES},
@@ -118,6 +125,7 @@ def onset_errors(
         mae=at(mae), medae=at(medae), bias=at(bias), gross=at(gross),
         xmin=min(0.0, float(signed.min()) if signed.size else 0.0),
         xmax=max(float(pos.max()) if pos.size else opts.tol, 1e-3),
+        mae_ci=mae_ci,
     )
 
 
@@ -218,6 +226,11 @@ def _timing_panel(ax: Axes, phase: str, data: OnsetErrors, y: dict[tuple[str, st
             continue
         s, g = data.bias[d, m, phase], data.gross[d, m, phase]
         ax.barh(yy, data.mae[d, m, phase], height=0.72, color=colors[m], alpha=0.85, gid=f"mae:{m}")
+        ci = data.mae_ci.get((d, m, phase))
+        if ci is not None and np.all(np.isfinite(ci)):  # the bootstrap interval of MAE (SPEC §12)
+            v = data.mae[d, m, phase]
+            ax.errorbar([v], [yy], xerr=[[max(v - ci[0], 0.0)], [max(ci[1] - v, 0.0)]], fmt="none", ecolor=REF,
+                        elinewidth=0.8, capsize=2.0, zorder=4, gid=f"mae_ci:{m}")
         if m not in shown:
             shown.append(m)
         ax.plot(data.medae[d, m, phase], yy, "D", ms=4.5, mfc="white", mec=REF, mew=0.9, zorder=3, clip_on=False)

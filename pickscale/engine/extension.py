@@ -1,0 +1,359 @@
+"""Extending a results store (SPEC §11): new models, new datasets or a later stretch of time, without rescoring.
+
+:func:`extend` scores the new inputs alone, with the store's options, checks
+them against what the store records of itself, merges the counts
+(:func:`pickscale.results.extend.merge_results`: the kernel's declaration of
+how each count combines; every reading that depends on all models derived
+again) and saves the store atomically.
+
+What a store records for this (``attrs["extent"]``, plain JSON, times as int64
+ns), written by every run (:func:`facts_of`) and kept up to date by every
+extension:
+
+``datasets[d]``
+    one entry per scored stretch of dataset ``d``: ``picks`` (first and last
+    scored pick, all models), ``scored`` (the scored span of SPEC §2),
+    ``stations`` (its scored stations), ``arrivals`` and ``reference_sha256``,
+    a content hash of its scored reference rows (:func:`reference_digest`);
+``models[d][m]``
+    the ``[first pick, last pick]`` spans of model ``m`` in dataset ``d``.
+
+An extension is refused (nothing written) when it is scored with other
+options, when a (dataset, model) it brings is stored over an overlapping span
+(unless ``replace``), or when its reference disagrees with the one stored for
+the same dataset and span.
+
+Examples
+--------
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"dataset": ["d", "d", "d"], "station": ["B", "A", "A"], "phase": ["S", "P", "P"],
+...                       "time": [5, 3, 3]})
+>>> reference_digest(frame, "d")[1], reference_digest(frame, "d") == reference_digest(frame.iloc[::-1], "d")
+(2, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+import pathlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, OptionsError, StoreError
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["extend", "extended", "facts_of", "reference_digest", "capture_reference", "OPTION_NAMES"]
+
+#: The options an extension takes from the store (given ones must agree).
+OPTION_NAMES = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin")
+
+_CAPTURE: contextvars.ContextVar[list | None] = contextvars.ContextVar("pickscale_extend_capture", default=None)
+
+
+def capture_reference(frame: pd.DataFrame) -> None:
+    """Called by :func:`pickscale.score` with the normalised reference: kept while :func:`extended` runs."""
+    sink = _CAPTURE.get()
+    if sink is not None:
+        sink.append(frame)
+
+
+@contextlib.contextmanager
+def _capturing() -> Iterator[list]:
+    sink: list = []
+    token = _CAPTURE.set(sink)
+    try:
+        yield sink
+    finally:
+        _CAPTURE.reset(token)
+
+
+def reference_digest(frame: pd.DataFrame, dataset: str, *, stations: Sequence[str] | None = None,
+                     span: Sequence[int] | None = None) -> tuple[str, int]:
+    """SHA-256 of a dataset's reference rows (deduplicated, sorted, canonical), and how many there are.
+
+    Rows of ``dataset`` (at ``stations`` and inside the inclusive ``span`` if
+    given), as ``(station, phase, time)``: the distinct stations' names, then
+    each distinct row (station index int32, phase int8 0 = P 1 = S, time int64
+    ns, little-endian), sorted.  Row order and duplicates do not matter.
+    """
+    rows = frame[np.asarray(frame["dataset"].astype(object) == dataset)]
+    station = np.asarray(rows["station"].astype(object), dtype=object).astype(str)
+    time = np.asarray(rows["time"], dtype=np.int64)
+    keep = np.ones(station.size, dtype=bool)
+    if stations is not None:
+        keep &= np.isin(station, np.asarray(list(stations), dtype=str))
+    if span is not None:
+        keep &= (time >= int(span[0])) & (time <= int(span[1]))
+    station, time = station[keep], time[keep]
+    phase = (np.asarray(rows["phase"].astype(object), dtype=object)[keep] == "S").astype(np.int8)
+    names, code = np.unique(station, return_inverse=True)
+    code = code.astype("<i4")
+    order = np.lexsort((time, phase, code))
+    code, phase, time = code[order], phase[order], time[order].astype("<i8")
+    if code.size:
+        distinct = np.r_[True, (np.diff(code) != 0) | (np.diff(phase) != 0) | (np.diff(time) != 0)]
+        code, phase, time = code[distinct], phase[distinct], time[distinct]
+    h = hashlib.sha256()
+    h.update(json.dumps(names.tolist(), ensure_ascii=False).encode("utf-8"))
+    for values in (code, phase, time):
+        h.update(np.ascontiguousarray(values).tobytes())
+    return h.hexdigest(), int(code.size)
+
+
+def facts_of(scope: Any, pick_summary: pd.DataFrame) -> dict[str, Any]:
+    """What a run records for later extensions (``attrs["extent"]``): per dataset its scored stretch, per
+    (dataset, model) its pick span."""
+    datasets: dict[str, list[dict[str, Any]]] = {}
+    models: dict[str, dict[str, list[list[int]]]] = {}
+    for d in scope.datasets:
+        rows = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
+                            & pick_summary["model"].isin(scope.models[d])]
+        if not len(rows):
+            continue
+        digest, n = reference_digest(scope.reference, d)
+        datasets[d] = [{"picks": [int(rows["t_min"].min()), int(rows["t_max"].max())],
+                        "scored": [int(scope.spans[d][0]), int(scope.spans[d][1])],
+                        "stations": [str(s) for s in scope.stations[d]], "arrivals": n, "reference_sha256": digest}]
+        per_model = rows.groupby("model", observed=True).agg(lo=("t_min", "min"), hi=("t_max", "max"))
+        models[d] = {str(m): [[int(r.lo), int(r.hi)]] for m, r in per_model.iterrows()}
+    return {"datasets": datasets, "models": models}
+
+
+def _iso(ns: int) -> str:
+    return pd.Timestamp(int(ns), tz="UTC").strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _overlap(a: Sequence[int], b: Sequence[int]) -> bool:
+    return int(a[0]) <= int(b[1]) and int(b[0]) <= int(a[1])
+
+
+def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The store's options; refuse any given (not None) that differs.
+
+    Examples
+    --------
+    >>> check_options({"threshold": 0.3, "tol": 0.5, "residual_tol": 2.0, "thresholds": [0.02, 0.3]},
+    ...               {"tol": 0.25})
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: tol 0.25 differs from the store's (0.5): ...
+    """
+    from ..options import Options
+
+    mine = Options.from_attrs(stored)
+    keywords = {"threshold": mine.threshold, "tol": mine.tol, "residual_tol": mine.residual_tol,
+                "thresholds": [float(x) for x in mine.grid], "budget": mine.budget, "exhaustive": mine.exhaustive,
+                "time_bin": mine.time_bin}
+    differ = []
+    for name in OPTION_NAMES:
+        value = given.get(name)
+        if value is None:
+            continue
+        trial = dict(keywords, **{name: value})
+        if name == "threshold" and given.get("thresholds") is None:
+            trial["thresholds"] = None if stored.get("thresholds") is None else keywords["thresholds"]
+        if Options(**trial) != mine:
+            differ.append(name)
+    if differ:
+        said = "; ".join(f"{n} {given[n]!r} differs from the store's ({keywords[n]!r})" for n in differ)
+        raise OptionsError(f"{said}: an extension is scored with the options of the store it extends (grid, "
+                           "tolerances, threshold, budget, exhaustive, time bin); leave them out, or score all the "
+                           "inputs again with `pickscale score`.", options=tuple(differ))
+    return keywords
+
+
+def _check_extent(stored: xr.Dataset, new: xr.Dataset, reference: pd.DataFrame, *, replace: bool
+                  ) -> tuple[dict[str, bool], dict[str, list[str]]]:
+    """The refusals that need the new run; per dataset whether both sides scored the same arrivals, and the
+    stored models replaced."""
+    old = stored.attrs.get("extent")
+    if not isinstance(old, dict):
+        raise StoreError("the store records no extent (pick spans and reference hashes): an earlier pickscale "
+                         "wrote it; score all the inputs again with `pickscale score`.")
+    mine = new.attrs["extent"]
+    same: dict[str, bool] = {}
+    replaced: dict[str, list[str]] = {}
+    for d, (entry,) in mine["datasets"].items():
+        stored_entries = old["datasets"].get(d, [])
+        if not stored_entries:
+            continue
+        clashes = []
+        for m, (span,) in mine["models"][d].items():
+            for s in old["models"].get(d, {}).get(m, []):
+                if _overlap(span, s):
+                    clashes.append(f"{m} (stored {_iso(s[0])} – {_iso(s[1])}, now {_iso(span[0])} – "
+                                   f"{_iso(span[1])})")
+                    replaced.setdefault(d, []).append(m) if m not in replaced.get(d, []) else None
+        if clashes and not replace:
+            raise InputError(f"dataset {d!r}: already stored over an overlapping span: {'; '.join(clashes[:5])}. "
+                             "Pass replace to score these models again in place of the stored ones.",
+                             options=("replace",))
+        overlapping = [e for e in stored_entries if _overlap(entry["picks"], e["picks"])]
+        same[d] = bool(overlapping)
+        for e in overlapping:
+            digest, n = reference_digest(reference, d, stations=e["stations"], span=e["scored"])
+            if digest != e["reference_sha256"]:
+                raise InputError(
+                    f"dataset {d!r}: the reference disagrees with the one stored for {_iso(e['scored'][0])} – "
+                    f"{_iso(e['scored'][1])} ({e['arrivals']} arrival(s) stored at its {len(e['stations'])} "
+                    f"station(s), {n} now): new models must be scored against the same reference; score all the "
+                    "inputs again with `pickscale score` if the reference changed.")
+        if not overlapping:
+            # A later (or earlier) stretch: no arrival may be scored on both sides (it would count twice), and
+            # none inside a stored span may differ from the stored reference.
+            shared = set(entry["stations"])
+            for e in stored_entries:
+                lo, hi = max(entry["scored"][0], e["scored"][0]), min(entry["scored"][1], e["scored"][1])
+                if lo > hi:
+                    continue
+                _, n = reference_digest(reference, d, stations=sorted(shared & set(e["stations"])), span=(lo, hi))
+                if n:
+                    raise InputError(
+                        f"dataset {d!r}: {n} reference arrival(s) between {_iso(lo)} and {_iso(hi)} lie in the "
+                        "scored span of both the store and the new picks (they would count twice): cut the "
+                        "catalogue at a quiet gap (no arrival within residual_tol of either side's picks), or "
+                        "score all the inputs together with `pickscale score`.")
+    return same, replaced
+
+
+def _merged_extent(old: dict[str, Any], new: dict[str, Any], replaced: dict[str, list[str]]) -> dict[str, Any]:
+    datasets = {d: list(v) for d, v in old["datasets"].items()}
+    models = {d: {m: list(s) for m, s in v.items()} for d, v in old["models"].items()}
+    for d, entries in new["datasets"].items():
+        datasets.setdefault(d, []).extend(entries)
+        datasets[d].sort(key=lambda e: (e["picks"][0], e["picks"][1]))
+    for d, per in new["models"].items():
+        for m, spans in per.items():
+            kept = [] if m in replaced.get(d, []) else models.get(d, {}).get(m, [])
+            models.setdefault(d, {})[m] = sorted(kept + spans)
+    return {"datasets": dict(sorted(datasets.items())),
+            "models": {d: dict(sorted(v.items())) for d, v in sorted(models.items())}}
+
+
+def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, **keywords: Any
+             ) -> xr.Dataset:
+    """The results of ``stored`` extended by ``reference`` and ``picks`` (nothing is written).
+
+    ``keywords``: those of :func:`pickscale.score`; scoring options given must
+    equal the store's (they are taken from it).  Raises :class:`OptionsError`,
+    :class:`InputError` or :class:`StoreError` when the extension is refused.
+    """
+    from ..results.extend import EXACT_FIELDS, merge_results
+    from .run import score
+
+    if "options" not in stored.attrs:
+        raise StoreError("the store records no options: it is not pickscale results")
+    options = check_options(stored.attrs["options"], {k: keywords.pop(k, None) for k in OPTION_NAMES})
+    if keywords.get("coverage") is not None or stored.attrs.get("coverage"):
+        raise OptionsError("extending a store scored with a coverage (or with one) is not supported: score all the "
+                           "inputs together with `pickscale score --coverage`.", options=("coverage",))
+    missing = [name for name in EXACT_FIELDS if name not in stored]
+    if missing or not isinstance(stored.attrs.get("extent"), dict):
+        raise StoreError("the store holds no exact sums or extent: an earlier pickscale wrote it, so it cannot be "
+                         "extended exactly; score all the inputs again with `pickscale score`.")
+    with _capturing() as sink:
+        new = score(reference, picks, **options, **keywords)
+    reference_rows = pd.concat(sink, ignore_index=True) if sink else pd.DataFrame(
+        {"dataset": [], "station": [], "phase": [], "time": np.zeros(0, np.int64)})
+    same, replaced = _check_extent(stored, new, reference_rows, replace=replace)
+    attrs = {k: v for k, v in stored.attrs.items() if k != "options"}
+    attrs["extent"] = _merged_extent(stored.attrs["extent"], new.attrs["extent"], replaced)
+    added = {d: sorted(set(new.attrs["extent"]["models"][d]) - set(replaced.get(d, []))
+                       - {str(m) for m, p in zip(stored["model"].values,
+                                                  stored["model_present"].sel(dataset=d).values) if p}
+                       if d in stored["dataset"].values else set(new.attrs["extent"]["models"][d]))
+             for d in new.attrs["extent"]["models"]}
+    entry = {
+        "created": new.attrs.get("created"),
+        "pickscale_version": new.attrs.get("pickscale_version"),
+        "inputs": new.attrs.get("inputs", {}),
+        "datasets": {d: {"kind": ("new dataset" if d not in stored["dataset"].values
+                                  else "same arrivals" if same.get(d) else "new stretch of time"),
+                         "picks": [_iso(e["picks"][0]), _iso(e["picks"][1])],
+                         "models": sorted(new.attrs["extent"]["models"][d]),
+                         "models_added": added[d], "models_replaced": sorted(replaced.get(d, []))}
+                     for d, (e,) in new.attrs["extent"]["datasets"].items()},
+        "exclusions": new.attrs.get("exclusions", {}),
+        "warnings": list(new.attrs.get("warnings", [])),
+    }
+    attrs["extensions"] = [*stored.attrs.get("extensions", []), entry]
+    attrs["warnings"] = [*stored.attrs.get("warnings", []), *entry["warnings"]]
+    return merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs)
+
+
+def store_path(path: Any) -> pathlib.Path:
+    """The results store at ``path``: the store itself, or a folder holding ``results.zarr``."""
+    p = pathlib.Path(os.path.abspath(os.fspath(path)))
+    if not (p / "zarr.json").exists() and (p / "results.zarr").exists():
+        p = p / "results.zarr"
+    return p
+
+
+def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, **keywords: Any) -> xr.Dataset:
+    """Add new models, new datasets or a later stretch of time to a results store, without rescoring it.
+
+    The new inputs are scored alone with the store's options and merged with
+    the stored counts (SPEC §11); every reading that depends on all models
+    (budget, best threshold, fine curve, AP, timing) is derived again.  The
+    store is replaced atomically under its writer lock; its attribute
+    ``extensions`` gets one provenance entry.  The result equals one run over
+    all the inputs whenever scoping the parts alone excludes nothing the whole
+    run keeps (models added with the same reference; a catalogue cut at a
+    quiet gap with every station and model on both sides).
+
+    Parameters
+    ----------
+    store
+        A results store (``results.zarr``) or the folder holding it.
+    reference, picks
+        The new inputs, as for :func:`pickscale.score`.
+    replace
+        Score again a (dataset, model) already stored over an overlapping span:
+        the stored counts of that model are dropped for that dataset.
+    **keywords
+        Those of :func:`pickscale.score`; scoring options (``tol``,
+        ``threshold``, ``thresholds``, ``time_bin`` …) may be left out (they
+        come from the store) and must otherwise equal the store's.
+
+    Returns
+    -------
+    xarray.Dataset
+        The extended results, as saved.
+
+    Raises
+    ------
+    pickscale.errors.OptionsError, pickscale.errors.InputError, pickscale.errors.StoreError
+        Other options, a (dataset, model) stored over an overlapping span
+        (without ``replace``), a reference that disagrees with the stored one
+        over the same span, a store that is not a complete pickscale store:
+        the store is left untouched.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile, pandas as pd, pickscale
+    >>> ref = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "P"], "time": [10.0, 20.0]})
+    >>> picks = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "P"], "time": [10.1, 20.1],
+    ...                       "conf": [0.9, 0.8]})
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "results.zarr"
+    >>> _ = pickscale.save(pickscale.score(ref, picks.assign(model="m")), target)
+    >>> ds = pickscale.extend(target, ref, picks.assign(model="n", conf=0.5))
+    >>> ds.model.values.tolist(), len(ds.attrs["extensions"])
+    (['m', 'n'], 1)
+    """
+    from ..store import open_results, reserved, save
+
+    target = store_path(store)
+    with reserved(target):
+        stored = open_results(target)
+        ds = extended(stored, reference, picks, replace=replace, **keywords)
+        save(ds, target, overwrite=True)
+    return ds

@@ -1,0 +1,153 @@
+"""Time bins (SPEC §10): the bin edges of a run, and the bin of a time.
+
+A time bin is given as a pandas offset alias (``"1h"``, ``"1D"``, ``"7D"``,
+``"MS"`` for calendar months, ``"W-MON"``, ``"YS"`` …).  Its edges do not
+depend on the data, only on where the data lies: a fixed-length bin (hours,
+days, 7 days …) is anchored at 1970-01-01T00:00:00Z, a calendar bin (months,
+weeks, years) at the calendar's own points (the first of each month …).  So
+the bins of two runs over two stretches of time are the same bins wherever
+they overlap, and the edges of a whole run are the union of its parts'
+(filled in between): what :func:`pickscale.extend` relies on.
+
+The edges are computed once, on the client (:func:`bin_edges`), and passed to
+the kernel as int64 ns; the kernel finds a time's bin with ``searchsorted``
+(:func:`bin_index`), whatever the partitioning.
+
+Examples
+--------
+>>> day = 86_400 * 10**9
+>>> bin_edges(day + 5, 3 * day - 1, "1D").tolist() == [day, 2 * day, 3 * day]
+True
+>>> bin_index(np.array([day, 2 * day - 1, 2 * day]), np.array([day, 2 * day, 3 * day])).tolist()
+[0, 0, 1]
+>>> [str(t.date()) for t in bin_starts(bin_edges(pd.Timestamp("2024-01-20").value, pd.Timestamp("2024-03-02").value,
+...                                               "MS"))]
+['2024-01-01', '2024-02-01', '2024-03-01']
+
+Numpy and pandas only: the workers import this module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import OptionsError
+
+__all__ = ["check_time_bin", "bin_edges", "bin_index", "bin_starts", "iso_utc", "scored_edges"]
+
+
+def _offset(freq: str):
+    from pandas.tseries.frequencies import to_offset
+
+    if not isinstance(freq, str) or not freq.strip():
+        raise OptionsError(f"time_bin must be a pandas offset alias such as '1D', '7D' or 'MS'; got {freq!r}.",
+                           options=("time_bin",))
+    try:
+        return to_offset(freq.strip())
+    except (TypeError, ValueError) as exc:
+        raise OptionsError(f"time_bin {freq!r} is not a pandas offset alias ({exc}); use e.g. '1h', '1D', '7D' "
+                           "or 'MS' (calendar months).", options=("time_bin",)) from None
+
+
+def _step_ns(offset) -> int | None:
+    """The length in ns of a fixed-length offset; None for a calendar offset."""
+    try:
+        return int(pd.Timedelta(offset).value)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_time_bin(freq: str) -> str:
+    """``freq`` checked: a fixed length > 0, or a calendar offset of one unit (``MS``, not ``2MS``).
+
+    A calendar offset of several units would need an anchor of its own (which
+    two months?), so it is refused; a fixed-length one is anchored at the epoch.
+
+    Examples
+    --------
+    >>> check_time_bin(" 7D ")
+    '7D'
+    >>> check_time_bin("2MS")
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: time_bin '2MS': a calendar bin must be one unit long (e.g. 'MS', ...
+    """
+    offset = _offset(freq)
+    step = _step_ns(offset)
+    if step is not None:
+        if step <= 0:
+            raise OptionsError(f"time_bin {freq!r} must be longer than 0.", options=("time_bin",))
+    elif offset.n != 1:
+        raise OptionsError(f"time_bin {freq!r}: a calendar bin must be one unit long (e.g. 'MS', 'W-MON', 'YS'); "
+                           "use a fixed length such as '14D' for longer bins.", options=("time_bin",))
+    return freq.strip()
+
+
+def bin_edges(lo: int, hi: int, freq: str) -> np.ndarray:
+    """Edges (int64 ns, ascending) of the bins of ``freq`` covering ``[lo, hi]`` (int64 ns, inclusive).
+
+    ``edges[i] <= t < edges[i + 1]`` is bin ``i``; the first edge is at or
+    before ``lo``, the last after ``hi``.
+    """
+    offset = _offset(freq)
+    lo, hi = int(lo), int(hi)
+    if hi < lo:
+        lo, hi = hi, lo
+    step = _step_ns(offset)
+    if step is not None:
+        first = (lo // step) * step  # floor division: anchored at the epoch, also before 1970
+        n = (hi - first) // step + 1
+        return first + step * np.arange(n + 1, dtype=np.int64)
+    start = offset.rollback(pd.Timestamp(lo, tz="UTC").normalize())
+    # The start of the last time's bin (calendar offsets ignore the time of day), then one bin more.
+    stop = offset.rollback(pd.Timestamp(hi, tz="UTC").normalize()) + offset
+    starts = pd.date_range(start, stop, freq=offset)
+    return np.asarray(starts.as_unit("ns").asi8, dtype=np.int64)
+
+
+def bin_index(times: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin of each time (int64): ``edges[b] <= t < edges[b + 1]``, clipped into ``0 … len(edges) − 2``."""
+    b = np.searchsorted(edges, np.asarray(times, dtype=np.int64), side="right") - 1
+    return np.clip(b, 0, max(edges.size - 2, 0)).astype(np.int64)
+
+
+def bin_starts(edges: np.ndarray) -> pd.DatetimeIndex:
+    """The bins' starts as UTC timestamps."""
+    return pd.DatetimeIndex(pd.to_datetime(np.asarray(edges[:-1], dtype=np.int64), unit="ns", utc=True))
+
+
+def iso_utc(starts: np.ndarray) -> list[str]:
+    """Bin starts (datetime64[ns], UTC) as ISO-8601 strings with ``Z``.
+
+    Examples
+    --------
+    >>> iso_utc(np.array(["2024-03-01T00:00"], dtype="datetime64[ns]"))
+    ['2024-03-01T00:00:00Z']
+    """
+    values = np.asarray(starts).astype("datetime64[ns]")
+    return [str(v)[:19] + "Z" for v in values.astype("datetime64[s]")]
+
+
+def scored_edges(scope, pick_summary: pd.DataFrame, freq: str) -> np.ndarray:
+    """The edges of a run: the bins of ``freq`` covering every scored arrival and every scored pick.
+
+    ``scope`` is the run's :class:`~pickscale.scope.Scope` (its scored
+    reference, stations and datasets); ``pick_summary`` has one row per
+    (dataset, station, model) with ``t_min``/``t_max`` of the picks at or
+    above the floor.
+    """
+    lows, highs = [], []
+    times = np.asarray(scope.reference["time"], dtype=np.int64)
+    if times.size:
+        lows.append(int(times.min()))
+        highs.append(int(times.max()))
+    for d in scope.datasets:
+        rows = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
+                            & pick_summary["model"].isin(scope.models[d])]
+        if len(rows):
+            lows.append(int(rows["t_min"].min()))
+            highs.append(int(rows["t_max"].max()))
+    if not lows:
+        return np.zeros(0, dtype=np.int64)
+    return bin_edges(min(lows), max(highs), freq)

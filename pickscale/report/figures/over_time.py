@@ -1,0 +1,125 @@
+"""Recall over time (SPEC §10): station outages, network changes, a model degrading after a mainshock.
+
+:func:`over_time_rows` selects the numbers (per dataset and phase: recall per
+model and time bin at the shared threshold, and the arrivals per bin);
+:func:`recall_over_time` draws them, one column per (dataset, phase): recall
+lines per model above, the reference arrivals per bin as bars beneath.
+Only results scored with ``time_bin`` have this figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .selection import cap_models, names_of, options_of
+from .style import MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles, styled
+
+__all__ = ["OverTimePanel", "over_time_rows", "recall_over_time", "has_time_bins"]
+
+
+def has_time_bins(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` was scored with ``time_bin`` (and so has this figure)."""
+    return "recall_over_time" in ds
+
+
+@dataclass(frozen=True)
+class OverTimePanel:
+    """The numbers of one (dataset, phase) column."""
+
+    dataset: str
+    phase: str
+    starts: np.ndarray  # datetime64[ns], the bins' starts
+    n_reference: np.ndarray  # (G,) arrivals per bin
+    recall: dict[str, np.ndarray]  # model -> (G,) recall per bin (NaN: no arrival in the bin)
+
+
+def over_time_rows(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> tuple[list[OverTimePanel], str]:
+    """One panel per (dataset, phase) with arrivals; models capped to :data:`MAX_MODELS` (and the note).
+
+    Examples
+    --------
+    >>> panels, note = over_time_rows(ds)  # doctest: +SKIP
+    >>> panels[0].recall["sharp"][:3]  # doctest: +SKIP
+    """
+    dsets = names_of(ds["dataset"].values)
+    mods = list(models) if models is not None else names_of(ds["model"].values)
+    mods, note = cap_models(ds, dsets, mods, MAX_MODELS.get("recall_over_time", 8))
+    n_ref = ds["n_reference_over_time"].sum("station")
+    panels = []
+    for d in dsets:
+        present = {m for m in mods if bool(ds["model_present"].sel(dataset=d, model=m))}
+        for ph in names_of(ds["phase"].values):
+            n = np.asarray(n_ref.sel(dataset=d, phase=ph).values, dtype=np.int64)
+            if not n.sum():
+                continue
+            recall = {m: np.asarray(ds["recall_over_time"].sel(dataset=d, model=m, phase=ph).values, dtype=float)
+                      for m in mods if m in present}
+            panels.append(OverTimePanel(d, ph, np.asarray(ds["time_bin"].values), n, recall))
+    return panels, note
+
+
+@styled
+def recall_over_time(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> Figure:
+    """Recall per time bin at the shared threshold, one line per model; arrivals per bin beneath.
+
+    Parameters
+    ----------
+    ds
+        Results scored with ``time_bin``.
+    models
+        Which models (default: all, capped to the best few).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    panels, note = over_time_rows(ds, models=models)
+    colors = model_colors(names_of(ds["model"].values))
+    styles = model_styles(names_of(ds["model"].values))
+    n = max(len(panels), 1)
+    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.6), layout="constrained")
+    grid = fig.add_gridspec(2, n, height_ratios=(3, 1))
+    theta = fmt_theta(options_of(ds).threshold)
+    if not panels:
+        empty_note(fig.add_subplot(grid[:, 0]), "no reference arrival in any time bin")
+    handles: dict[str, Line2D] = {}
+    for i, panel in enumerate(panels):
+        top = fig.add_subplot(grid[0, i])
+        bottom = fig.add_subplot(grid[1, i], sharex=top)
+        x = panel.starts
+        for model, recall in panel.recall.items():
+            (line,) = top.plot(x, recall, color=colors[model], linestyle=styles[model], marker="o", markersize=2.5,
+                               linewidth=1.2, label=model)
+            handles.setdefault(model, line)
+        top.set_ylim(-0.02, 1.02)
+        top.set_title(f"{panel.dataset} · {panel.phase}", fontsize=9)
+        top.grid(True, axis="y")
+        if i == 0:
+            top.set_ylabel(f"recall at {theta}")
+            bottom.set_ylabel("arrivals")
+        top.tick_params(labelbottom=False)
+        widths = np.diff(np.r_[x.astype("int64"), _end(x)]).astype("timedelta64[ns]") * 0.9
+        bottom.bar(x, panel.n_reference, width=widths, align="edge", color=NODATA, edgecolor="#888888",
+                   linewidth=0.3)
+        for label in bottom.get_xticklabels():
+            label.set_rotation(30)
+            label.set_horizontalalignment("right")
+    legend = None
+    if handles:
+        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
+    caption(fig, f"Recall over time at the shared threshold {theta}, per time bin of the arrivals "
+                 f"({options_of(ds).time_bin}); bars: reference arrivals per bin.", legend)
+    footnote(fig, [note, "A gap in a line: no arrival in that bin."])
+    return fig
+
+
+def _end(starts: np.ndarray) -> int:
+    """The end of the last bin, as int64 ns: one more step of the bins before it (one day for a single bin)."""
+    s = starts.astype("int64")
+    return int(s[-1] + (s[-1] - s[-2] if s.size > 1 else 86_400 * 10**9))

@@ -1,0 +1,241 @@
+"""Merging the counts of a stored results Dataset with those of a new run (:func:`pickscale.extend`).
+
+Every reading that depends on all models (budget, best threshold, fine curve,
+AP, timing) is derived afterwards by :func:`~pickscale.results.assemble`, as in
+a normal run.  What is merged is only what is additive, and it is merged by the
+one declaration of how each count combines (:mod:`pickscale.kernel.combine`):
+
+1. each side's counts of a dataset are rebuilt from its Dataset
+   (:func:`counts_of`: a :class:`~pickscale.results.DatasetCounts`, exact limb
+   sums included);
+2. both are laid out as :class:`~pickscale.kernel.StationStack` rows on the
+   union of models, stations and time bins, and
+   :meth:`~pickscale.kernel.StationStack.concat` merges a station present on
+   both sides with :func:`~pickscale.kernel.merge_results` — counts and limbs
+   summed, the float sums derived from the limbs, residual pairs concatenated in
+   canonical order — exactly as the engine merges the time blocks of a station;
+3. arrival counts (``n_reference``, ``n_reference_over_time``) are taken once
+   when both sides scored the same arrivals (``same_arrivals``: the two runs'
+   pick spans overlap), and are checked equal first; else they add up.
+
+Examples
+--------
+>>> import pandas as pd, pickscale
+>>> ref = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "P"], "time": [10.0, 20.0]})
+>>> picks = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "P"], "time": [10.1, 20.1], "conf": [0.9, 0.8],
+...                       "model": ["m", "m"]})
+>>> old = pickscale.score(ref, picks[picks.model == "m"])
+>>> new = pickscale.score(ref, picks.assign(model="n"))
+>>> ds = merge_results(old, new, same_arrivals={"all": True})
+>>> ds.recall.sel(phase="P", threshold=0.3).values.ravel().tolist(), ds.n_reference.sum().item()
+([1.0, 1.0], 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..errors import InputError, StoreError
+from ..kernel import PER_STATION, StationStack, add_fine, score_station
+from ..kernel.bins import bin_edges
+from ..options import Options
+from .assembly import DatasetCounts, assemble, counts_from_stack
+from .variables import STATION_FIELDS
+
+__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "union_edges", "bin_starts_ns"]
+
+#: The exact sums a store must hold to be extended (stores written before they were kept lack them).
+EXACT_FIELDS = ("cal_conf_limbs", "conf_sq_sums", "hit_conf_limbs")
+#: The per-station counts of arrivals: taken once when both sides scored the same arrivals.
+ARRIVAL_FIELDS = ("n_reference", "n_reference_over_time")
+
+
+def bin_starts_ns(ds: xr.Dataset) -> np.ndarray:
+    """The ``time_bin`` starts of a Dataset as int64 ns (empty without time bins)."""
+    if "time_bin" not in ds.coords:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(ds["time_bin"].values).astype("datetime64[ns]").astype(np.int64)
+
+
+def union_edges(options: Options, *sides: xr.Dataset) -> np.ndarray | None:
+    """The bin edges of the merged results: the union of the sides' bins, filled in between (SPEC §10).
+
+    Bins are anchored (at the epoch, or at calendar points), so each side's bins are a run of the union's.
+    """
+    if options.time_bin is None:
+        return None
+    starts = [bin_starts_ns(ds) for ds in sides]
+    starts = [s for s in starts if s.size]
+    if not starts:
+        return np.zeros(0, dtype=np.int64)
+    lo = min(int(s[0]) for s in starts)
+    hi = max(int(s[-1]) for s in starts)
+    return bin_edges(lo, hi, options.time_bin)
+
+
+def counts_of(ds: xr.Dataset, dataset: str, *, drop_models: tuple[str, ...] = ()) -> DatasetCounts:
+    """One dataset's additive counts, rebuilt from a results Dataset (a store's, or a run's).
+
+    Models present in ``dataset`` (less ``drop_models``), stations scored
+    there; ``counts[name]`` on (models, …, stations) as the assembly holds them,
+    the exact limb sums included; pairs in dataset-local indices, grouped by
+    station, each station's in canonical order.  The time-bin axis is the
+    Dataset's own (see :func:`bin_starts_ns`).
+    """
+    missing = [name for name in EXACT_FIELDS if name not in ds]
+    if missing:
+        raise StoreError("the results hold no exact sums (" + ", ".join(missing) + "): they were written by an "
+                         "earlier pickscale, before stores kept them, and cannot be extended exactly; score all "
+                         "the inputs again with `pickscale score`.")
+    one = ds.sel(dataset=dataset)
+    models = [str(m) for m, p in zip(ds["model"].values, one["model_present"].values) if p and m not in drop_models]
+    stations = [str(s) for s, p in zip(ds["station"].values, one["station_scored"].values) if p]
+    sub = one.sel(model=models, station=stations)
+    counts = {}
+    for name, dims in STATION_FIELDS.items():
+        if name in sub:
+            counts[name] = np.asarray(sub[name].transpose(*dims, "station").values)
+    n_reference = np.asarray(sub["n_reference"].transpose("phase", "station").values, dtype=np.int64)
+    fe = np.asarray(sub["fine_emitted"].transpose("model", "phase", "fine_threshold").values, dtype=np.int64)
+    fm = np.asarray(sub["fine_matched"].transpose("model", "phase", "fine_threshold").values, dtype=np.int64)
+    # Pairs: those of the dataset and its kept models, in local indices, grouped by station (canonical inside).
+    d = int(np.flatnonzero(ds["dataset"].values == dataset)[0])
+    m_local = np.full(ds.sizes["model"], -1, dtype=np.int64)
+    m_local[[int(np.flatnonzero(ds["model"].values == m)[0]) for m in models]] = np.arange(len(models))
+    s_local = np.full(ds.sizes["station"], -1, dtype=np.int64)
+    s_local[[int(np.flatnonzero(ds["station"].values == s)[0]) for s in stations]] = np.arange(len(stations))
+    keep = ds["pair_dataset"].values == d
+    keep &= m_local[ds["pair_model"].values] >= 0
+    model = m_local[ds["pair_model"].values[keep]].astype(np.int32)
+    phase = ds["pair_phase"].values[keep].astype(np.int8)
+    station = s_local[ds["pair_station"].values[keep]]
+    # The store holds residuals in seconds (ns / 1e9); within ±1e6 s, ×1e9 rounded gives the ns back exactly.
+    residual_ns = np.round(ds["residual"].values[keep] * 1e9).astype(np.int64)
+    conf = ds["pair_conf"].values[keep].astype(np.float64)
+    order = np.lexsort((conf, residual_ns, phase, model, station))
+    pairs = {"model": model[order], "phase": phase[order], "residual_ns": residual_ns[order], "conf": conf[order],
+             "station": station[order].astype(np.int32)}
+    return DatasetCounts(stations, models, n_reference, counts, fe, fm, pairs)
+
+
+def _stack(c: DatasetCounts, *, models: list[str], stations: list[str], starts: np.ndarray,
+           edges: np.ndarray | None, template: Mapping[str, np.ndarray]) -> StationStack:
+    """``c`` as stack rows on the union models, stations (keys: union station index) and time bins."""
+    mi = np.array([models.index(m) for m in c.models], dtype=np.int64)
+    keys = np.array([stations.index(s) for s in c.stations], dtype=np.int64)
+    n = keys.size
+    offset = 0
+    if edges is not None and starts.size:
+        offset = int(np.searchsorted(edges, starts[0]))
+        if not np.array_equal(edges[offset:offset + starts.size], starts):
+            raise RuntimeError("internal error: a side's time bins are not a run of the merged bins")
+    fields: dict[str, np.ndarray] = {}
+    for name in PER_STATION:
+        out = np.zeros((n,) + template[name].shape, dtype=template[name].dtype)
+        values = c.n_reference if name == "n_reference" else c.counts.get(name)
+        if values is not None:  # else not in the Dataset (no time bins): zeros of the template's shape
+            index: list[Any] = [slice(None)]
+            if "model" in STATION_FIELDS.get(name, ()):
+                index.append(mi)
+            index.append(Ellipsis)
+            if name.endswith("_over_time"):  # the time-bin axis is last: this side's bins are a run of the union's
+                index.append(slice(offset, offset + values.shape[-2]))
+            out[tuple(index)] = np.moveaxis(values, -1, 0)
+        fields[name] = out
+    pairs = c.pairs or {}
+    station = pairs.get("station", np.zeros(0, dtype=np.int32))
+    return StationStack(
+        keys=keys, fields=fields,
+        pair_key=keys[station] if station.size else np.zeros(0, dtype=np.int64),
+        pairs={"pair_model": mi[pairs["model"]].astype(np.int32) if station.size else np.zeros(0, np.int32),
+               "pair_phase": pairs["phase"].astype(np.int8) if station.size else np.zeros(0, np.int8),
+               "pair_residual_ns": pairs["residual_ns"] if station.size else np.zeros(0, np.int64),
+               "pair_conf": pairs["conf"] if station.size else np.zeros(0, np.float64)},
+    )
+
+
+def _fine(c: DatasetCounts, models: list[str], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    fe, fm = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+    mi = [models.index(m) for m in c.models]
+    fe[mi], fm[mi] = c.fine_emitted, c.fine_matched
+    return fe, fm
+
+
+def merge_counts(a: DatasetCounts, b: DatasetCounts, *, options: Options, starts_a: np.ndarray,
+                 starts_b: np.ndarray, same_arrivals: bool, dataset: str = "") -> DatasetCounts:
+    """The counts of one dataset from two sides (either may be empty), merged by the kernel's declaration.
+
+    ``options`` carries the merged bin edges; ``starts_a``/``starts_b`` are each side's bin starts (ns).
+    With ``same_arrivals`` both sides scored the same arrivals: at a station scored on both sides,
+    ``n_reference`` (and its time bins) must agree and is taken once (else :class:`InputError`).
+    """
+    models = sorted(set(a.models) | set(b.models))
+    stations = sorted(set(a.stations) | set(b.stations))
+    none = np.zeros(0, dtype=np.int64)
+    zero = score_station(none, none, none, none, none, none.astype(np.float64), n_models=len(models), options=options)
+    template = {name: getattr(zero, name) for name in PER_STATION}
+    sa = _stack(a, models=models, stations=stations, starts=starts_a, edges=options.bin_edges, template=template)
+    sb = _stack(b, models=models, stations=stations, starts=starts_b, edges=options.bin_edges, template=template)
+    if same_arrivals:
+        shared, ia, ib = np.intersect1d(sa.keys, sb.keys, return_indices=True)
+        for name in ARRIVAL_FIELDS:
+            va, vb = sa.fields[name][ia], sb.fields[name][ib]
+            differ = np.flatnonzero((va != vb).reshape(va.shape[0], -1).any(axis=1))
+            if differ.size:
+                names = [stations[int(k)] for k in shared[differ]]
+                raise InputError(
+                    f"dataset {dataset!r}: the new inputs score other reference arrivals than the store over the "
+                    f"same stretch of time, at {differ.size} station(s) ({', '.join(names[:5])}"
+                    f"{' …' if len(names) > 5 else ''}; arrivals stored {int(va[differ].sum())}, now "
+                    f"{int(vb[differ].sum())}). Models added to a store must be scored against the same reference "
+                    "over the same span (their picks covering the same stretch of time); score all the inputs "
+                    "together with `pickscale score` instead.")
+            sb.fields[name][ib] = 0  # the same arrivals: counted once
+    stack = StationStack.concat([sa, sb])
+    shape = (len(models), 2, options.fine.size)
+    fine = add_fine(_fine(a, models, shape), _fine(b, models, shape))
+    return counts_from_stack(stack, names=np.array(stations, dtype=object)[stack.keys], models=models,
+                             options=options, fine=fine)
+
+
+def _empty(models: list[str] | None = None) -> DatasetCounts:
+    return DatasetCounts([], list(models or []), np.zeros((2, 0), np.int64), {}, np.zeros((0, 2, 0), np.int64),
+                         np.zeros((0, 2, 0), np.int64), {})
+
+
+def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
+                  replaced: Mapping[str, list[str]] | None = None,
+                  attrs: Mapping[str, Any] | None = None) -> xr.Dataset:
+    """The results of ``stored`` and ``new`` together (same options), every metric derived again.
+
+    ``same_arrivals[d]``: both sides scored the same arrivals of dataset ``d``
+    (counted once); otherwise they add up.  ``replaced[d]``: stored models of
+    ``d`` whose counts are dropped (the new run's take their place).
+    ``attrs``: the merged Dataset's attributes (default: the stored ones).
+    """
+    options = Options.from_attrs(stored.attrs["options"])
+    if Options.from_attrs(new.attrs["options"]) != options:
+        raise RuntimeError("internal error: merging results scored with other options")
+    options = options.with_bin_edges(union_edges(options, stored, new))
+    starts_a, starts_b = bin_starts_ns(stored), bin_starts_ns(new)
+    datasets = sorted({str(d) for d in stored["dataset"].values} | {str(d) for d in new["dataset"].values})
+    per_dataset = {}
+    for d in datasets:
+        in_a, in_b = d in stored["dataset"].values, d in new["dataset"].values
+        a = counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))) if in_a else _empty()
+        b = counts_of(new, d) if in_b else _empty()
+        if not in_a:
+            a.fine_emitted = np.zeros((0, 2, options.fine.size), np.int64)
+            a.fine_matched = a.fine_emitted
+        if not in_b:
+            b.fine_emitted = np.zeros((0, 2, options.fine.size), np.int64)
+            b.fine_matched = b.fine_emitted
+        per_dataset[d] = merge_counts(a, b, options=options, starts_a=starts_a, starts_b=starts_b,
+                                      same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b, dataset=d)
+    out_attrs = dict(stored.attrs if attrs is None else attrs)
+    out_attrs.pop("options", None)
+    return assemble(per_dataset, options=options, attrs=out_attrs)

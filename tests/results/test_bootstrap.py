@@ -1,0 +1,171 @@
+"""SPEC §12: pickscale.bootstrap on results Datasets built by hand (station by station)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pickscale.errors import OptionsError
+from pickscale.kernel import score_station
+from pickscale.metrics.calibration import ece
+from pickscale.metrics.detection import f1, precision, recall
+from pickscale.options import Options
+from pickscale.report.tables import tables, to_csv_bytes
+from pickscale.results import assemble, bootstrap, combine
+
+S = 10**9
+METRICS = ("recall", "precision_lb", "f1_lb", "recall_at_budget", "mae", "ece_lb")
+
+
+def station(o, arrivals, picks, n_models=1):
+    """arrivals: [(phase, t s)]; picks: [(model, phase, t s, conf)]."""
+    return score_station(
+        np.array([p for p, _ in arrivals], dtype=np.int8), np.array([round(t * S) for _, t in arrivals]),
+        np.array([m for m, *_ in picks], dtype=np.int32), np.array([p for _, p, _, _ in picks], dtype=np.int8),
+        np.array([round(t * S) for _, _, t, _ in picks]), np.array([c for *_, c in picks], dtype=np.float64),
+        n_models=n_models, options=o)
+
+
+def results(stations, o, models=("m",)):
+    return assemble({"d": combine(list(stations.items()), models=list(models), options=o)}, options=o)
+
+
+def test_one_station_gives_zero_width_intervals_on_the_estimate():
+    o = Options()
+    r = station(o, [(0, 10), (0, 20), (0, 30), (1, 12)],
+                [(0, 0, 10.1, 0.9), (0, 0, 20.3, 0.5), (0, 0, 45, 0.7), (0, 1, 12.2, 0.4), (0, 0, 29.0, 0.1)])
+    ds = bootstrap(results({"A": r}, o), draws=50)
+    for name in METRICS:
+        est = ds[name].sel(threshold=0.3) if "threshold" in ds[name].dims else ds[name]
+        lo, hi, e = ds[f"{name}_lo"].values, ds[f"{name}_hi"].values, est.values
+        assert np.array_equal(lo, hi, equal_nan=True), name
+        assert np.array_equal(lo, e, equal_nan=True), name
+
+
+def two_stations(o):
+    # A: one P arrival, found; B: one P arrival, missed (its pick is 3 s away).
+    a = station(o, [(0, 10)], [(0, 0, 10.1, 0.9)])
+    b = station(o, [(0, 10)], [(0, 0, 13.0, 0.9)])
+    return results({"A": a, "B": b}, o)
+
+
+def test_two_stations_spread_by_hand():
+    # A draw takes A twice (recall 1), A and B (1/2) or B twice (0) with probabilities 1/4, 1/2, 1/4.
+    # At level 0.95 the quantiles 0.025 and 0.975 fall among the 0s and the 1s: [0, 1].
+    # At level 0.4 (quantiles 0.3 and 0.7) both fall among the 1/2s: [0.5, 0.5].
+    o = Options()
+    ds = two_stations(o)
+    wide = bootstrap(ds, draws=4000, seed=1)
+    assert (float(wide.recall_lo.sel(phase="P").item()), wide.recall_hi.sel(phase="P").item()) == (0.0, 1.0)
+    narrow = bootstrap(ds, level=0.4, draws=4000, seed=1)
+    assert (float(narrow.recall_lo.sel(phase="P").item()), narrow.recall_hi.sel(phase="P").item()) == (0.5, 0.5)
+    # No S arrival: recall undefined, and so is its interval.
+    assert np.isnan(wide.recall_lo.sel(phase="S").item())
+    # MAE: only A has a pair within residual_tol (0.1 s); B's pick is 3 s away: every defined draw is 0.1 s.
+    assert wide.mae_lo.sel(phase="P").item() == wide.mae_hi.sel(phase="P").item() == pytest.approx(0.1)
+
+
+def test_fixed_seed_gives_identical_intervals_and_another_seed_others():
+    o = Options()
+    rng = np.random.default_rng(5)
+    stations = {}
+    for k in range(6):
+        arr = [(0, 10.0 * i) for i in range(1, 8)]
+        picks = [(m, 0, 10.0 * i + rng.normal(0, 0.2), float(rng.uniform(0.05, 1))) for m in (0, 1)
+                 for i in range(1, 8) if rng.uniform() < 0.8]
+        stations[f"S{k}"] = station(o, arr, picks, n_models=2)
+    ds = results(stations, o, models=("a", "b"))
+    one, two, other = bootstrap(ds, draws=300), bootstrap(ds, draws=300), bootstrap(ds, draws=300, seed=9)
+    names = [n for n in one.data_vars if n.endswith(("_lo", "_hi")) or "_diff" in n]
+    assert all(np.array_equal(one[n].values, two[n].values, equal_nan=True) for n in names)
+    assert not all(np.array_equal(one[n].values, other[n].values, equal_nan=True) for n in names)
+    # The interval contains the estimate.
+    for name in ("recall", "precision_lb", "f1_lb", "mae", "ece_lb", "recall_at_budget"):
+        est = one[name].sel(threshold=0.3) if "threshold" in one[name].dims else one[name]
+        e, lo, hi = est.sel(phase="P").values, one[f"{name}_lo"].sel(phase="P").values, \
+            one[f"{name}_hi"].sel(phase="P").values
+        ok = ~np.isnan(e)
+        assert (lo[ok] <= e[ok]).all() and (e[ok] <= hi[ok]).all(), name
+    # Paired differences: a - b is minus b - a; the interval of a - b holds its estimate.
+    cell = dict(dataset="d", model="a", model_b="b", phase="P")
+    d_ab = one.recall_diff.sel(cell).item()
+    assert d_ab == -one.recall_diff.sel(cell | {"model": "b", "model_b": "a"}).item()
+    assert one.recall_diff_lo.sel(cell).item() <= d_ab <= one.recall_diff_hi.sel(cell).item()
+    assert np.isnan(one.recall_diff.sel(cell | {"model_b": "a"}).item())
+
+
+def test_vectorised_draws_equal_rescoring_each_draw():
+    # Brute force: for each draw, the multiset of stations it drew, scored with the metric kernels on
+    # plainly summed counts (a Python loop), against the weighted totals of the draws.
+    o = Options()
+    rng = np.random.default_rng(11)
+    stations = {}
+    for k in range(4):
+        arr = [(0, 10.0 * i) for i in range(1, 6 + k)]
+        picks = [(0, 0, 10.0 * i + rng.normal(0, 0.3), float(rng.uniform(0.05, 1))) for i in range(1, 6 + k)]
+        stations[f"S{k}"] = station(o, arr, picks)
+    ds = results(stations, o)
+    got = bootstrap(ds, draws=64, seed=4)
+    weights = np.random.default_rng(4).multinomial(4, [0.25] * 4, size=64)
+    ti = o.threshold_index
+    sel = dict(dataset=0, model=0, phase=0)
+    m, e = ds.matched.isel(threshold=ti, **sel).values, ds.emitted.isel(threshold=ti, **sel).values
+    n = ds.n_reference.isel(dataset=0, phase=0).values
+    cn, cc, ch = (ds[k].isel(**sel).transpose("station", "bin").values for k in ("cal_n", "cal_conf", "cal_hits"))
+    pairs = (ds.pair_conf.values >= 0.3) & (ds.pair_phase.values == 0)
+    res, pst = np.abs(np.round(ds.residual.values[pairs] * 1e9)), ds.pair_station.values[pairs]
+    rows = {k: [] for k in ("recall", "precision_lb", "f1_lb", "mae", "ece_lb")}
+    for w in weights:
+        drawn = np.repeat(np.arange(4), w)
+        rows["recall"].append(float(recall(m[drawn].sum(), n[drawn].sum())))
+        rows["precision_lb"].append(float(precision(m[drawn].sum(), e[drawn].sum())))
+        rows["f1_lb"].append(float(f1(m[drawn].sum(), n[drawn].sum(), e[drawn].sum())))
+        rows["ece_lb"].append(float(ece(cn[drawn].sum(0), cc[drawn].sum(0), ch[drawn].sum(0))))
+        abs_e = np.concatenate([res[pst == s] for s in drawn])
+        rows["mae"].append(abs_e.sum() / 1e9 / abs_e.size)
+    for name, values in rows.items():
+        est = ds[name].sel(threshold=0.3) if "threshold" in ds[name].dims else ds[name]
+        shift = 0.0 if name in ("recall", "precision_lb", "f1_lb") else None
+        q = np.quantile(values, [0.025, 0.975])
+        lo, hi = got[f"{name}_lo"].isel(**sel).item(), got[f"{name}_hi"].isel(**sel).item()
+        if shift == 0.0:  # the estimate's own estimator: the quantiles bit for bit
+            assert (lo, hi) == (q[0], q[1]), name
+        else:  # moved by a rounding difference
+            np.testing.assert_allclose([lo, hi], q, rtol=1e-12, err_msg=name)
+        assert lo <= est.isel(**sel).item() <= hi
+
+
+def test_tables_gain_interval_columns_only_with_intervals():
+    o = Options()
+    ds = two_stations(o)
+    plain = tables(ds)
+    with_ci = tables(bootstrap(ds, draws=20))
+    for name in ("reliability", "phase_quality", "sweep"):
+        assert to_csv_bytes(plain[name]) == to_csv_bytes(with_ci[name])
+    for name, added in (("detection", ["recall", "precision_lb", "f1_lb", "recall_at_budget"]),
+                        ("timing", ["mae"]), ("calibration", ["ece_lb"])):
+        cols = list(with_ci[name].columns)
+        assert cols[:len(plain[name].columns)] == list(plain[name].columns)
+        assert cols[len(plain[name].columns):] == [f"{a}_{e}" for a in added for e in ("lo", "hi")]
+    assert "model_differences" in with_ci and "model_differences" not in plain
+
+
+def test_model_differences_table_rows():
+    o = Options()
+    a = station(o, [(0, 10), (0, 20)], [(0, 0, 10.1, 0.9), (1, 0, 20.0, 0.8), (2, 0, 10.0, 0.9)], n_models=3)
+    b = station(o, [(0, 10)], [(0, 0, 10.1, 0.9), (1, 0, 14.0, 0.8), (2, 0, 10.0, 0.9)], n_models=3)
+    ds = bootstrap(results({"A": a, "B": b}, o, models=("x", "y", "z")), draws=30)
+    table = tables(ds)["model_differences"]
+    assert table[["phase", "model_a", "model_b"]].values.tolist() == [
+        ["P", "x", "y"], ["P", "x", "z"], ["P", "y", "z"], ["S", "x", "y"], ["S", "x", "z"], ["S", "y", "z"]]
+    # x finds 2 of 3, y 1 of 3 (A's second arrival), z 2 of 3.
+    assert table.recall_diff.tolist()[:3] == pytest.approx([1 / 3, 0.0, -1 / 3])
+
+
+def test_bad_level_draws_seed_are_refused_naming_the_option():
+    ds = two_stations(Options())
+    for kw, option in (({"level": 1.0}, "level"), ({"level": 0}, "level"), ({"draws": 0}, "draws"),
+                       ({"seed": -1}, "seed"), ({"draws": 2.5}, "draws")):
+        with pytest.raises(OptionsError) as err:
+            bootstrap(ds, **kw)
+        assert err.value.options == (option,)
