@@ -15,9 +15,10 @@ step alone, :func:`write_outputs`.  The order is what makes a run safe to interr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +60,16 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], 
             check_outputs(out_dir, overwrite, also=also, own_store=own)  # before any work is done
             ds = produce(closing)
             check_outputs(out_dir, overwrite, own_store=own)  # a file appeared during the run: nothing written
-            store = save(ds, out_dir / "results.zarr", overwrite=overwrite or extend)
-            Run.store = store
-            said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
-            for line in said:
-                print(f"warning: {line}", file=sys.stderr)
-            write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet)
+            # The last stage of the progress display: the store, then the tables and figures.
+            with _writing(quiet) as stage:
+                store = save(ds, out_dir / "results.zarr", overwrite=overwrite or extend)
+                Run.store = store
+                stage.update()
+                said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
+                for line in said:
+                    print(f"warning: {line}", file=sys.stderr)
+                write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet)
+                stage.update()
             if not quiet:
                 print(f"results store: {out_dir / 'results.zarr'}")
         finished = True
@@ -74,6 +79,23 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], 
         if not finished:
             _remove_if_empty(created)
     return ds
+
+
+@contextlib.contextmanager
+def _writing(quiet: bool) -> Iterator[Any]:
+    """The "writing" stage (results store, then tables and figures) of the progress display; silent with quiet."""
+    if quiet:
+        yield _Silent()
+        return
+    from ..engine.progress import Stage
+
+    with Stage("writing (store, tables and figures)", 2) as stage:
+        yield stage
+
+
+class _Silent:
+    def update(self, n: int = 1) -> None:
+        """Nothing to show."""
 
 
 def write_outputs(ds: Any, out_dir: Path, store: Path | None, *, fmt: str, figures: bool, quiet: bool) -> None:

@@ -73,3 +73,22 @@ def test_closed_pipe_ends_quietly(tmp_path):
     assert code in (0, 141), err
     assert "Traceback" not in err and "cannot write" not in err and "Broken pipe" not in err, err
     assert (tmp_path / "out" / "results.zarr").is_dir() and (tmp_path / "out" / "detection.csv").is_file()
+
+
+def test_writing_is_a_labelled_stage(tmp_path, capsys, monkeypatch):
+    """Issue 12 item 7: the last stage, writing the store and the tables and figures, has its own display."""
+    import pickscale.engine.progress as progress
+
+    made: list = []
+    real = progress.Stage
+
+    def recording(label, total, **kwargs):
+        stage = real(label, total, interval=0.0, **{k: v for k, v in kwargs.items() if k != "interval"})
+        made.append(stage)
+        return stage
+
+    monkeypatch.setattr(progress, "Stage", recording)
+    assert main(_score(tmp_path)) == 0
+    writing = [s for s in made if s.label.startswith("writing")]
+    assert len(writing) == 1 and writing[0].done == writing[0].total == 2
+    assert "writing (store, tables and figures): 1/2" in capsys.readouterr().err
