@@ -1,9 +1,10 @@
 """Study files: a scoring run described in TOML (read with ``tomllib``, data only).
 
 Keys: ``reference``, ``picks``, ``out`` (paths relative to the file),
-``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``,
+``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``, ``tols``,
 ``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``,
-``block_picks``, ``coverage`` (a path, relative to the file, in ``[inputs]`` or at the top).
+``block_picks``, ``coverage`` (a path, relative to the file, in ``[inputs]`` or at the top),
+``group_by`` and ``stations`` (SPEC §14; a path, relative to the file).
 Options may also sit in an ``[options]`` table and the cluster keys in a
 ``[cluster]`` table.  An unknown key is an error, so a typo never silently
 falls back to a default.
@@ -22,13 +23,14 @@ __all__ = ["load_config", "KEYS"]
 KEYS: dict[str, type | tuple[type, ...]] = {
     "reference": str, "picks": str, "out": str,
     "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": (int, list), "ci": float,
-    "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
+    "tols": list, "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
     "manual_only": bool, "station_key": str, "columns": str, "coverage": str,
-    "workers": int, "scheduler": str, "block_picks": int,
+    "workers": int, "scheduler": str, "block_picks": int, "group_by": str, "stations": str,
 }
-_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns", "coverage"),
+_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns", "coverage", "stations"),
            "output": ("out", "overwrite"),
-           "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid", "ci"),
+           "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid", "ci",
+                       "tols", "group_by"),
            "cluster": ("workers", "scheduler", "block_picks")}
 
 

@@ -99,6 +99,17 @@ class Options:
         A pandas offset alias (``"1D"``, ``"7D"``, ``"MS"`` …): per-station
         counts at the shared threshold are also kept per time bin (SPEC §10);
         ``None`` (default) for none.
+    tols
+        Extra detection tolerances in seconds (SPEC §13), strictly ascending,
+        each in ``(0, residual_tol]``: detection is matched once more at each
+        and counted at the shared threshold (``matched_at_tol``, dim ``tol``;
+        ``tolerance.csv``).  ``None`` (default) for none.
+    group_by
+        Groups of arrivals (SPEC §14): ``"COLUMN:E0,E1,..."`` (a numeric
+        reference or station column cut at those edges, open end bins) or
+        ``"COLUMN"`` (a text column): the counts of an arrival at the shared
+        threshold are also kept per group (``*_by_group``, dim ``group``;
+        ``by_group.csv``).  ``None`` (default) for none.
 
     Examples
     --------
@@ -114,11 +125,16 @@ class Options:
     budget: int | Sequence[int] | None = None
     exhaustive: bool = False
     time_bin: str | None = None
+    tols: Sequence[float] | None = None
+    group_by: str | None = None
     grid: np.ndarray = field(init=False, repr=False, compare=False)
     fine: np.ndarray = field(init=False, repr=False, compare=False)
     #: The run's time-bin edges (int64 ns), set by the engine once the scored span is known
     #: (:meth:`with_bin_edges`); ``None`` without time bins.
     bin_edges: np.ndarray | None = field(init=False, repr=False, compare=False, default=None)
+    #: The run's group labels (SPEC §14), set by the engine from the reference (:meth:`with_group_labels`);
+    #: ``None`` without ``group_by``.
+    group_labels: tuple[str, ...] | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         threshold = _finite("threshold", self.threshold)
@@ -154,6 +170,12 @@ class Options:
             from .kernel.bins import check_time_bin
 
             object.__setattr__(self, "time_bin", check_time_bin(self.time_bin))
+        if self.tols is not None:
+            object.__setattr__(self, "tols", _checked_tols(self.tols, rtol))
+        if self.group_by is not None:
+            from .scope.grouping import parse_group_by
+
+            object.__setattr__(self, "group_by", str(parse_group_by(self.group_by)))
         object.__setattr__(self, "thresholds", tuple(float(x) for x in grid))
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "fine", fine_grid(float(grid[0])))
@@ -178,6 +200,17 @@ class Options:
         if isinstance(budget, int):
             return (budget,)
         return tuple(int(b) for b in budget)
+
+    @property
+    def tols_ns(self) -> tuple[int, ...]:
+        """The extra detection tolerances (SPEC §13) in integer nanoseconds; ``()`` without ``tols``.
+
+        Examples
+        --------
+        >>> Options(tols=[0.1, 0.5]).tols_ns, Options().tols_ns
+        ((100000000, 500000000), ())
+        """
+        return tuple(_seconds_to_ns(t) for t in (self.tols or ()))
 
     @property
     def tol_ns(self) -> int:
@@ -207,6 +240,24 @@ class Options:
         object.__setattr__(out, "bin_edges", None if edges is None else np.asarray(edges, dtype=np.int64))
         return out
 
+    @property
+    def n_groups(self) -> int:
+        """Number of arrival groups of the kernel's ``*_by_group`` counts (SPEC §14): 0 without ``group_by``."""
+        return 0 if self.group_by is None or self.group_labels is None else len(self.group_labels)
+
+    def with_group_labels(self, labels: Sequence[str] | None) -> Options:
+        """A copy carrying the run's group labels (SPEC §14) for the kernel and the results.
+
+        Examples
+        --------
+        >>> o = Options(group_by="magnitude:1,2").with_group_labels(["<1", "[1,2)", ">=2", "missing"])
+        >>> o.n_groups, o.group_by, o == Options(group_by="magnitude:1,2")
+        (4, 'magnitude:1,2', True)
+        """
+        out = copy.copy(self)
+        object.__setattr__(out, "group_labels", None if labels is None else tuple(str(x) for x in labels))
+        return out
+
     def to_attrs(self) -> dict[str, Any]:
         """Plain-JSON description, stored in the results' attributes."""
         out: dict[str, Any] = {
@@ -219,6 +270,12 @@ class Options:
         }
         if self.time_bin is not None:  # absent without time bins: the default run's attributes are unchanged
             out["time_bin"] = self.time_bin
+        if self.tols is not None:  # absent without tols: the default run's attributes are unchanged
+            out["tols"] = list(self.tols)
+        if self.group_by is not None:  # absent without group_by (SPEC §14): the default run's attributes unchanged
+            out["group_by"] = self.group_by
+            if self.group_labels is not None:
+                out["group_labels"] = list(self.group_labels)
         return out
 
     @classmethod
@@ -232,7 +289,9 @@ class Options:
             budget=attrs.get("budget"),
             exhaustive=attrs.get("exhaustive", False),
             time_bin=attrs.get("time_bin"),
-        )
+            tols=attrs.get("tols"),
+            group_by=attrs.get("group_by"),
+        ).with_group_labels(attrs.get("group_labels"))
 
 
 def _whole_budget(value: Any, given: Any) -> int:
@@ -259,6 +318,45 @@ def _checked_budget(budget: Any) -> int | tuple[int, ...] | None:
     if len(set(values)) < len(values):
         raise OptionsError(f"budget lists a number twice: {list(values)!r}.", options=("budget",))
     return values[0] if len(values) == 1 else values
+
+
+def _checked_tols(values: Any, residual_tol: float) -> tuple[float, ...]:
+    """SPEC §13: strictly ascending tolerances (s), each in ``(0, residual_tol]``.
+
+    Each is at most ``residual_tol`` because time blocks are cut only at gaps of
+    ``residual_tol`` (every interaction of a pick and an arrival is within it):
+    a wider detection matching would reach across blocks.
+
+    Examples
+    --------
+    >>> _checked_tols([0.1, "0.25", 1], 2.0)
+    (0.1, 0.25, 1.0)
+    >>> _checked_tols([0.5, 0.1], 2.0)
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: tols must be strictly ascending (sorted, no repeats); got [0.5, 0.1].
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, np.ndarray)) or np.ndim(values) != 1:
+        raise OptionsError(f"tols must be a list of tolerances in seconds; got {values!r}.", options=("tols",))
+    try:
+        tols = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise OptionsError(f"tols must be numbers (seconds); got {list(values)!r}.", options=("tols",)) from None
+    if not tols:
+        raise OptionsError("tols is empty: give one or more tolerances in seconds.", options=("tols",))
+    bad = [t for t in tols if not (np.isfinite(t) and t > 0)]
+    if bad:
+        raise OptionsError(f"tols must each be a finite number of seconds > 0; found {bad[:5]}.", options=("tols",))
+    bad = [t for t in tols if t > residual_tol]
+    if bad:
+        raise OptionsError(
+            f"tols must each lie in (0, residual_tol = {residual_tol!r}] seconds; found {bad[:5]}: a detection "
+            "matching wider than residual_tol would reach across the time blocks a station is cut into.",
+            options=("tols", "residual_tol"),
+        )
+    if any(b <= a for a, b in zip(tols, tols[1:])):
+        raise OptionsError(f"tols must be strictly ascending (sorted, no repeats); got {tols}.", options=("tols",))
+    return tuple(tols)
 
 
 def _finite(name: str, value: Any) -> float:

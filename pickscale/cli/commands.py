@@ -100,7 +100,7 @@ def demo_command(args: argparse.Namespace) -> int:
                   figures=not args.no_figures, quiet=args.quiet,
                   also=("inputs/reference.csv", "inputs/picks.csv"))
     print("\nWhat to see:")
-    for line in facts(tables(ds)):
+    for line in facts(tables(ds), group_by=options.get("group_by")):
         print(f"  - {line}")
     return EXIT_OK
 

@@ -60,6 +60,13 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-bin", default=None, metavar="FREQ",
                    help="also count per time bin at the shared threshold (pandas offset alias: 1h, 1D, 7D, MS for "
                         "calendar months …): over_time.csv and figures/recall_over_time")
+    p.add_argument("--tols", type=_floats, default=None, metavar="S,S,…",
+                   help="also score detection at each of these tolerances in seconds, ascending, each <= "
+                        "--residual-tol (e.g. 0.1,0.25,0.5,1.0): tolerance.csv and figures/recall_vs_tolerance")
+    p.add_argument("--group-by", default=None, metavar="COLUMN[:E,E,…]",
+                   help="also count per group of arrivals at the shared threshold: a numeric column cut at these "
+                        "edges (magnitude:0,1,2,3; open end bins) or a text column (network); a missing value is "
+                        "its own group: by_group.csv and figures/recall_by_group")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler, e.g. tcp://host:8786 (or set DASK_SCHEDULER_ADDRESS)")
@@ -102,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the windows of data the models were run on (CSV/Parquet: station, start, end; optional "
                         "dataset, model): arrivals and picks outside the windows every model of their dataset "
                         "was run on are excluded and counted")
+    s.add_argument("--stations", default=None, metavar="FILE",
+                   help="station attributes (CSV/Parquet: station, optional dataset, then columns such as "
+                        "instrument or site_class) that --group-by may name")
     _add_options(s)
 
     d = sub.add_parser("demo", help="score a synthetic catalogue with known properties")

@@ -17,7 +17,8 @@ from ..errors import OptionsError, PickscaleError
 
 __all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level"]
 
-_SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin")
+_SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin", "tols",
+            "group_by")
 
 
 @dataclass
@@ -97,6 +98,9 @@ def study_of(args: argparse.Namespace) -> Study:
     coverage = _flag(args, config, "coverage")
     if coverage is not None and base is not None:
         coverage = _relative(coverage, base, getattr(args, "coverage", None))
+    stations = _flag(args, config, "stations")  # SPEC §14: station attributes for group_by
+    if stations is not None and base is not None:
+        stations = _relative(stations, base, getattr(args, "stations", None))
     paths = {key: value or config.get(key) for key, value in given.items()}
     missing = [f"--{key}" for key, value in paths.items() if not value]
     if missing:
@@ -109,7 +113,8 @@ def study_of(args: argparse.Namespace) -> Study:
         reading={"drop_invalid": bool(_flag(args, config, "drop_invalid", False)),
                  "manual_only": bool(_flag(args, config, "manual_only", False)),
                  "station_key": _flag(args, config, "station_key", "as-is"),
-                 "columns": _flag(args, config, "columns"), "coverage": coverage},
+                 "columns": _flag(args, config, "columns"), "coverage": coverage,
+                 **({"stations": stations} if stations is not None else {})},
         options=scoring_options(args, config),
         scheduler=_flag(args, config, "scheduler"),
         workers=whole_number(_flag(args, config, "workers"), "--workers"),
@@ -122,6 +127,12 @@ def study_of(args: argparse.Namespace) -> Study:
     if coverage is not None and "://" not in str(coverage) and not os.path.isfile(str(coverage)):
         raise OptionsError(f"--coverage {coverage}: no such file (a CSV or Parquet file of windows: station, "
                            "start, end; optional dataset, model).")
+    if stations is not None and "://" not in str(stations) and not os.path.isfile(str(stations)):
+        raise OptionsError(f"--stations {stations}: no such file (a CSV or Parquet file: station, optional "
+                           "dataset, and attribute columns).")
+    if stations is not None and study.options.get("group_by") is None:
+        raise OptionsError("--stations is used with --group-by (it gives the station attributes to group "
+                           "arrivals by); give --group-by too.")
     for flag, source in (("--reference", study.reference), ("--picks", study.picks)):
         try:
             resolve_sources(source)

@@ -138,12 +138,19 @@ def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: A
 
 
 def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
-    """Scored arrivals as rows of the exchange frame: group ``-1 - phase``, conf 0."""
+    """Scored arrivals as rows of the exchange frame: group ``-1 - phase``, conf 0.
+
+    With groups of arrivals (SPEC §14: ``ref_codes["group"]``), an arrival's
+    ``conf`` holds its group code instead (an arrival has no confidence; codes
+    below 2^24 are exact in float32).
+    """
+    conf = (ref_codes["group"].to_numpy().astype(conf_dtype) if "group" in ref_codes
+            else np.zeros(len(ref_codes), conf_dtype))
     return pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
                          "unit": ref_codes["unit"].to_numpy(np.int32),
                          "group": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.group_dtype),
                          "time": ref_codes["time"].to_numpy(np.int64),
-                         "conf": np.zeros(len(ref_codes), conf_dtype)})
+                         "conf": conf})
 
 
 def choose(method: str, n_read: int, n_parts: int) -> str:
@@ -194,6 +201,8 @@ def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pla
         mine = ref_codes.iloc[order[bounds[i]:bounds[i + 1]]]
         arrivals = {"unit": mine["unit"].to_numpy(np.int64), "phase": mine["phase"].to_numpy(np.int8),
                     "time": mine["time"].to_numpy(np.int64)}
+        if "group" in mine:  # SPEC §14: each arrival's group code
+            arrivals["group"] = mine["group"].to_numpy(np.int32)
         tasks.append(delayed(score_partition)(arrivals, shared_plan, options, *[p[i] for p in pieces]))
     return tasks
 

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["extend", "extended", "facts_of", "reference_digest", "capture_reference", "OPTION_NAMES"]
 
 #: The options an extension takes from the store (given ones must agree).
-OPTION_NAMES = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin")
+OPTION_NAMES = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin",
+                "tols")
 
 _CAPTURE: contextvars.ContextVar[list | None] = contextvars.ContextVar("pickscale_extend_capture", default=None)
 
@@ -150,9 +151,12 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
     from ..options import Options
 
     mine = Options.from_attrs(stored)
+    if mine.group_by is not None:  # SPEC §14: the groups are decided from the whole reference of one run
+        raise OptionsError(f"the store was scored with group_by {mine.group_by!r}: a store with groups of arrivals "
+                           "is not extended; score all the inputs again.", options=("group_by",))
     keywords = {"threshold": mine.threshold, "tol": mine.tol, "residual_tol": mine.residual_tol,
                 "thresholds": [float(x) for x in mine.grid], "budget": mine.budget, "exhaustive": mine.exhaustive,
-                "time_bin": mine.time_bin}
+                "time_bin": mine.time_bin, "tols": mine.tols}
     differ = []
     for name in OPTION_NAMES:
         value = given.get(name)

@@ -124,7 +124,7 @@ def _frame_tasks(frame: pd.DataFrame, role: str, source: str, floor: float, read
 
 
 def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0, manual_only: bool = False,
-         station_key: str = "as-is", columns: Any = None) -> Source:
+         station_key: str = "as-is", columns: Any = None, keep: str | None = None) -> Source:
     """Describe an input as a list of lazy read tasks.
 
     ``source`` is a path, folder, glob or fsspec URL (or a list of them), a
@@ -134,11 +134,14 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
     An ObsPy ``Catalog``, a bulletin file/folder/glob (read on the client:
     bulletins are small), a SeisBench ``PickList`` (or pick-like objects) or
     a dict name → such is first made a frame (:func:`pickscale.formats.as_frame`).
-    ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`.
+    ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`; ``keep``: a further reference
+    column kept (the group column of ``group_by``, SPEC §14).
     """
     from ..io import formats
 
     reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
+    if keep is not None and role == "reference":
+        reading["keep"] = keep
     converted = formats.as_frame(source, role=role, manual_only=manual_only)
     if converted is not None:
         name = converted.attrs.get("pickscale_description") or f"<{role}: {type(source).__name__}>"

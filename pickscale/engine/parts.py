@@ -84,14 +84,21 @@ class PickPart:
     conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
 
 
-def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None) -> pd.DataFrame:
+def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
+         keep: str | None = None) -> pd.DataFrame:
     """One file as read: Parquet projected (text as dictionaries), anything else by ``read_raw``."""
     from ..io import check_columns, read_raw
     from ..io.parquet import is_parquet, read_projected
 
     if is_parquet(path):
-        return read_projected(path, role=role, row_groups=row_groups, columns=check_columns(columns))
+        return read_projected(path, role=role, row_groups=row_groups,
+                              columns=_with_kept(check_columns(columns), keep))
     return read_raw(path, role=role)  # hive folder values added as for Parquet (SPEC §1)
+
+
+def _with_kept(columns: dict[str, str], keep: str | None) -> dict[str, str]:
+    """The explicit columns a Parquet projection reads, with the reference's group column (SPEC §14) if any."""
+    return columns if keep is None else {**columns, "group_value": keep}
 
 
 def _joined(failures: list[Failure]) -> Failure:
@@ -112,7 +119,7 @@ def read_part(path: str, *, drop_invalid: bool, floor: float, row_groups: tuple[
 
 
 def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "as-is",
-                   columns: Any = None) -> Normalised | Failure:
+                   columns: Any = None, keep: str | None = None) -> Normalised | Failure:
     """Read and normalise reference files (the reference is small: gathered on the client).
 
     Text columns come back as ``Categorical`` (codes, normalised per distinct
@@ -123,19 +130,19 @@ def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "
         from ..io import check_columns
         from ..io.parquet import read_projected_many
 
-        raw = read_projected_many(paths, role="reference", columns=check_columns(columns))
+        raw = read_projected_many(paths, role="reference", columns=_with_kept(check_columns(columns), keep))
         if raw is not None:
             try:
                 return normalise(raw, role="reference", source=", ".join(paths), drop_invalid=False,
-                                 categorical=True, station_key=station_key, columns=columns)
+                                 categorical=True, station_key=station_key, columns=columns, keep=keep)
             except InputError:
                 pass  # read them one by one: the message then names the file and its rows
     parts, failures = [], []
     for path in paths:
         try:
-            parts.append(normalise(_raw(path, "reference", None, columns), role="reference", source=path,
+            parts.append(normalise(_raw(path, "reference", None, columns, keep), role="reference", source=path,
                                    drop_invalid=drop_invalid, categorical=True, station_key=station_key,
-                                   columns=columns))
+                                   columns=columns, keep=keep))
         except InputError as exc:
             failures.append(Failure(str(exc)))
     return _joined(failures) if failures else Normalised.combine(parts)

@@ -94,11 +94,12 @@ class UnitPlan:
                 unit[sel] += block_of(time_ns[sel], self.cuts[int(key)])
         return unit
 
-    def encode_reference(self, reference: pd.DataFrame) -> pd.DataFrame:
+    def encode_reference(self, reference: pd.DataFrame, group: np.ndarray | None = None) -> pd.DataFrame:
         """Scored arrivals as (part, unit, phase, time) codes (rows at other stations left out, order kept).
 
         Works on the text columns' codes (``Categorical`` or factorized): no
-        per-row string, no merge.
+        per-row string, no merge.  ``group`` (one int32 code per reference row,
+        SPEC §14) adds a ``group`` column.
         """
         rows, skey = _station_rows(self.stations, reference)
         time_ns = reference["time"].to_numpy(np.int64)[rows]
@@ -108,12 +109,15 @@ class UnitPlan:
         phase = phase_of[p_codes[rows]]
         if (phase < 0).any():
             raise ValueError("encode_reference: a phase other than P or S")
-        return pd.DataFrame({
+        codes = pd.DataFrame({
             "part": self.unit_part[unit],
             "unit": unit,
             "phase": phase,
             "time": time_ns,
         })
+        if group is not None:
+            codes["group"] = np.asarray(group, dtype=np.int32)[rows]
+        return codes
 
 
 def _station_rows(stations: pd.DataFrame, reference: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -69,6 +69,9 @@ def score(
     block_picks: int | None = None,
     exchange_method: str = "auto",
     time_bin: str | None = None,
+    tols: Sequence[float] | None = None,
+    group_by: str | None = None,
+    stations: Any = None,
 ) -> xr.Dataset:
     """Score picks against reference arrivals; every SPEC metric in one Dataset.
 
@@ -125,6 +128,26 @@ def score(
         calendar months …): the counts at the shared threshold are also kept
         per time bin (``*_over_time``, dim ``time_bin``; SPEC §10).  Default:
         none (no such variables).
+    tols
+        Extra detection tolerances in seconds, ascending, each in
+        ``(0, residual_tol]`` (e.g. ``[0.1, 0.25, 0.5, 1.0]``): detection is
+        matched once more at each and read at the shared threshold
+        (``matched_at_tol``, ``recall_at_tol``, ``precision_lb_at_tol``, dim
+        ``tol``; SPEC §13).  Default: none (no such variables).
+    group_by
+        Groups of arrivals (SPEC §14): ``"magnitude:0,1,2,3"`` (a numeric
+        column cut at those edges; below the first and from the last edge in
+        open end bins) or ``"network"`` (a text column: one group per value); a
+        missing value is the group ``"missing"``.  The column is the
+        reference's, else the ``stations`` table's.  The counts of an arrival at
+        the shared threshold are also kept per group (``n_reference_by_group``,
+        ``matched_by_group``, ``recall_by_group``, the timing statistics
+        ``*_by_group``, dim ``group``; ``by_group.csv``).  Default: none.
+    stations
+        A stations table (CSV/Parquet path or DataFrame): ``station``,
+        optionally ``dataset``, and attributes (``instrument``, ``site_class``
+        …) that ``group_by`` may name; joined to the arrivals by (dataset,)
+        station.
 
     Returns
     -------
@@ -149,7 +172,9 @@ def score(
     1.0
     """
     options = Options(threshold=threshold, tol=tol, residual_tol=residual_tol, thresholds=thresholds,
-                      budget=budget, exhaustive=exhaustive, time_bin=time_bin)
+                      budget=budget, exhaustive=exhaustive, time_bin=time_bin,
+                      tols=tols, group_by=group_by)
+    group_spec, station_table = _grouping(options, stations, station_key)
     from ..io import check_columns, station_key_of
 
     check_columns(columns)
@@ -174,7 +199,8 @@ def score(
         cover = Coverage.from_windows(read_coverage(coverage, station_key=station_key))
 
     reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
-    ref_src = load(reference, role="reference", manual_only=manual_only, **reading)
+    ref_src = load(reference, role="reference", manual_only=manual_only,
+                   keep=None if group_spec is None else group_spec.column, **reading)
     pick_src = load(picks, role="picks", floor=options.floor, **reading)
 
     # 1–2. Read (picks stay where they were read), outline, decide the scope.
@@ -205,11 +231,19 @@ def score(
         options = options.with_bin_edges(scored_edges(scope, pick_summary, options.time_bin))
 
     # 3. Work units (station time blocks) and the partitions that run them.
+    group_codes = None
+    if group_spec is not None:
+        from ..scope.grouping import reference_group_codes
+
+        # SPEC §14: the groups are decided here, once, from the scored reference (and the stations table).
+        group_codes, labels = reference_group_codes(scope.reference, group_spec, stations=station_table,
+                                                    found_columns=ref_all.ignored_columns)
+        options = options.with_group_labels(labels)
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=n_workers(client))
     # A unit too large for a worker (a station with no quiet gap) stops here, with a message, not a dead worker.
     check_units(plan, options, client=client, pick_parts=pick_parts)
     shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
-    ref_codes = plan.encode_reference(scope.reference)
+    ref_codes = plan.encode_reference(scope.reference, group=group_codes)
 
     # 4. Exchange (picks move to their work partition) and score; partials combined on the workers.
     keep = delayed((cover, scope.coverage_keep), pure=True) if cover is not None else None
@@ -235,6 +269,19 @@ def score(
     # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
     emit_warnings(attrs["warnings"])
     return assemble(per_dataset, options=options, attrs=attrs)
+
+
+def _grouping(options: Options, stations: Any, station_key: str) -> tuple[Any, pd.DataFrame | None]:
+    """SPEC §14: the parsed ``group_by`` (or None) and the stations table (read and checked first, or None)."""
+    if options.group_by is None:
+        if stations is not None:
+            raise OptionsError("stations is used with group_by (it gives the station attributes to group "
+                               "arrivals by); give group_by too.", options=("stations", "group_by"))
+        return None, None
+    from ..scope.grouping import parse_group_by, read_stations
+
+    table = None if stations is None else read_stations(stations, station_key=station_key)
+    return parse_group_by(options.group_by), table
 
 
 def _raise_failures(parts: Sequence[Any]) -> None:

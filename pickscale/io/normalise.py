@@ -39,6 +39,7 @@ def normalise(
     categorical: bool = False,
     station_key: str = "as-is",
     columns: dict[str, str] | str | None = None,
+    keep: str | None = None,
 ) -> Normalised:
     """Map aliases, parse and validate one raw table (SPEC §1).
 
@@ -72,6 +73,10 @@ def normalise(
         Explicit column names for SPEC names no alias covers, e.g.
         ``{"model": "rid", "station": "tid"}`` (or ``"model=rid,station=tid"``);
         they win over the aliases.
+    keep
+        A further column to keep (the reference's group column, SPEC §14):
+        its raw values, row for row, as the object column ``group_value``;
+        ``None`` (default) keeps none.
 
     An EQTransformer prediction table (``p_arrival_time, p_probability,
     s_arrival_time, ...``) is first turned into one row per pick
@@ -142,9 +147,12 @@ def normalise(
         if not drop_invalid:
             raise InputError(invalid_rows_message(source, role, n_invalid, n, lines))
 
-    frame = _frame(parsed, np.flatnonzero(parsed.keep & ~invalid), role, categorical)
-    attach_report(frame, n, n_invalid, parsed.dropped)
+    kept_rows = np.flatnonzero(parsed.keep & ~invalid)
+    frame = _frame(parsed, kept_rows, role, categorical)
     used = {c for c in found.values() if c is not None}
+    if keep is not None:
+        used |= _keep_column(frame, raw, keep, kept_rows)
+    attach_report(frame, n, n_invalid, parsed.dropped)
     return Normalised(
         frame=frame,
         role=role,
@@ -246,6 +254,27 @@ def _frame(parsed: _Parsed, rows: np.ndarray, role: str, categorical: bool) -> p
                else pd.Series(_take_rows(parsed.numbers[name], rows), copy=False))
         for name in COLUMNS[role]
     }, copy=False)
+
+
+#: The column of a normalised reference that holds the raw values of the column named by ``keep`` (SPEC §14).
+KEPT_COLUMN = "group_value"
+
+
+def _keep_column(frame: pd.DataFrame, raw: pd.DataFrame, keep: str, rows: np.ndarray) -> set[Any]:
+    """Add ``raw[keep]``'s values of the rows kept as :data:`KEPT_COLUMN` (object); the column used, or none.
+
+    The name is matched exactly, else ignoring case; a table without it gets no
+    such column (the engine says so, naming the option).
+    """
+    name: Any = keep if keep in raw.columns else next(
+        (c for c in raw.columns if str(c).strip().lower() == keep.strip().lower()), None)
+    if name is None:
+        return set()
+    values = raw[name]
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    frame[KEPT_COLUMN] = pd.Series(np.asarray(values.to_numpy(), dtype=object)[rows], copy=False)
+    return {name}
 
 
 def _take_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:

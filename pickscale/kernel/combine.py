@@ -15,7 +15,7 @@ Examples
 >>> FIELDS["matched"], FIELDS["cal_conf"]
 (<Kind.COUNT: 'integer counts: summed'>, <Kind.DERIVED: 'float sums: never added, derived from the combined limbs'>)
 >>> PAIR_KEY
-('pair_model', 'pair_phase', 'pair_residual_ns', 'pair_conf')
+('pair_model', 'pair_phase', 'pair_residual_ns', 'pair_conf', 'pair_group')
 
 Numpy only: the workers import this module.
 """
@@ -68,10 +68,18 @@ FIELDS: dict[str, Kind] = {
     "n_reference_over_time": Kind.COUNT,
     "emitted_over_time": Kind.COUNT,
     "matched_over_time": Kind.COUNT,
+    # Groups of arrivals (SPEC §14): counts at the shared threshold per group of the arrival, summed (an empty
+    # last axis without groups); each residual pair carries its arrival's group (0 without groups).
+    "n_reference_by_group": Kind.COUNT,
+    "matched_by_group": Kind.COUNT,
+    "pair_group": Kind.PAIRS,
+    # Tolerance sensitivity (SPEC §13): matched at the shared threshold per extra tolerance; summed like every
+    # count (an empty last axis without tols).
+    "matched_at_tol": Kind.COUNT,
 }
 
 #: The canonical order of residual pairs: sorted by these fields, first to last.
-PAIR_KEY = ("pair_model", "pair_phase", "pair_residual_ns", "pair_conf")
+PAIR_KEY = ("pair_model", "pair_phase", "pair_residual_ns", "pair_conf", "pair_group")
 
 _CANONICAL = {Kind.LIMBS: exact.canonical_limbs, Kind.SQUARES: exact.canonical_squares}
 

@@ -61,6 +61,12 @@ class StationResult:
     n_reference_over_time: np.ndarray  # (2, G) int64: arrivals per bin of their time
     emitted_over_time: np.ndarray  # (M, 2, G) int64: picks >= threshold per bin of their time
     matched_over_time: np.ndarray  # (M, 2, G) int64: of those, matched (tol), per bin of their arrival's time
+    # Groups of arrivals (SPEC §14), at the shared threshold only; R = options.n_groups, 0 without groups.
+    n_reference_by_group: np.ndarray  # (2, R) int64: arrivals per group
+    matched_by_group: np.ndarray  # (M, 2, R) int64: picks >= threshold matched (tol), per group of their arrival
+    pair_group: np.ndarray  # (K,) int32: the group of each residual pair's arrival (0 without groups)
+    # Tolerance sensitivity (SPEC §13), at the shared threshold only; L = len(options.tols), 0 without tols.
+    matched_at_tol: np.ndarray  # (M, 2, L) int64: picks >= threshold in a detection pair of the matching at tols[l]
 
     def equals(self, other: StationResult) -> bool:
         """Bit-for-bit equality of every field."""
@@ -127,6 +133,7 @@ def score_station(
     *,
     n_models: int,
     options: Options,
+    arrival_group: np.ndarray | None = None,
 ) -> StationResult:
     """Every additive count of SPEC §4–§7 for one (dataset, station).
 
@@ -141,6 +148,10 @@ def score_station(
         Number of models of the dataset (the leading axis of the result).
     options
         Grid, fine grid and tolerances.
+    arrival_group
+        Each arrival's group code (``0 … options.n_groups - 1``; SPEC §14),
+        used only when ``options.n_groups`` > 0; ``None``: every arrival in
+        group 0.
 
     Returns
     -------
@@ -184,6 +195,7 @@ def score_station(
     # Arrivals repeated once per model: group (m, phase) sees the arrivals of its phase.
     a_order = np.lexsort((a_time, a_phase))
     a_phase, a_time = a_phase[a_order], a_time[a_order]
+    a_group = _arrival_groups(arrival_group, a_order, options)
     n_reference = np.bincount(a_phase, minlength=N_PHASES).astype(np.int64)
     r_group = (np.arange(n_models, dtype=np.int64)[:, None] * N_PHASES + a_phase[None, :]).ravel()
     r_time = np.tile(a_time, n_models)
@@ -197,7 +209,11 @@ def score_station(
     out = _counts(p_group, p_conf, lvl, flvl, r_group, det, near, other_conf, n_groups=n_groups, options=options)
     out["n_reference"] = n_reference
     out.update(_over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, n_models=n_models, options=options))
-    out.update(_pairs(p_group, p_time, p_conf, r_time, res))
+    r_agroup = np.tile(a_group, n_models)[r_order]
+    out.update(_by_group(a_phase, a_group, p_group, lvl, r_agroup, det, n_models=n_models, options=options))
+    out.update(_pairs(p_group, p_time, p_conf, r_time, res, r_agroup))
+    out["matched_at_tol"] = _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, n_groups=n_groups,
+                                             options=options)
     shape3 = (n_models, N_PHASES, -1)
     out = {name: values.reshape(shape3) if name in _PER_GROUP else values for name, values in out.items()}
     out["cal_conf_limbs"] = out["cal_conf_limbs"].reshape(n_models, N_PHASES, N_BINS, exact.N_LIMBS)
@@ -247,7 +263,7 @@ def canonical_order(group, conf, time, grid, fine):
 
 # Fields computed with one row per (model, phase) group, then shaped (M, 2, ...).
 _PER_GROUP = ("emitted", "matched", "duplicates", "swapped", "fine_emitted", "fine_matched", "cal_n", "cal_hits",
-              "conf_sq_sums", "hit_conf_limbs")
+              "conf_sq_sums", "hit_conf_limbs", "matched_at_tol")
 
 
 def _counts(p_group, p_conf, lvl, flvl, r_group, det, near, other_conf, *, n_groups: int,
@@ -310,8 +326,56 @@ def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: 
     }
 
 
-def _pairs(p_group, p_time, p_conf, r_time, res) -> dict[str, np.ndarray]:
-    """The residual pairs, in canonical order (model, phase, residual, conf)."""
+def _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_groups: int,
+                     options: Options) -> np.ndarray:
+    """SPEC §13: per group, the picks >= the shared threshold matched by the detection matching at each of ``tols``.
+
+    One SPEC §3 matching per tolerance (picks >= the floor, as at ``tol``), read at the shared threshold;
+    at ``tol`` itself it is the run's own matching, so the count equals ``matched`` there.  Shape
+    (groups, L); (groups, 0) without ``tols``.
+    """
+    tols = options.tols_ns
+    out = np.zeros((n_groups, len(tols)), dtype=np.int64)
+    if not tols or p_time.size == 0 or r_time.size == 0:
+        return out
+    surviving = lvl > options.threshold_index  # conf >= the shared threshold
+    for i, tol in enumerate(tols):
+        # Each tol <= residual_tol (Options): the same stride and reach as the run's own matching.
+        det = match_groups(r_group, r_time, p_group, p_time, p_conf, n_groups=n_groups,
+                           tol=tol, rtol=options.residual_tol_ns)[0]
+        out[:, i] = np.bincount(p_group[surviving & (det >= 0)], minlength=n_groups)
+    return out
+
+
+def _arrival_groups(arrival_group, a_order: np.ndarray, options: Options) -> np.ndarray:
+    """Each arrival's group code (int64), in ``a_order``; zeros without groups (SPEC §14)."""
+    if options.n_groups == 0 or arrival_group is None:
+        return np.zeros(a_order.size, np.int64)
+    return _as(arrival_group, np.int64)[a_order]
+
+
+def _by_group(a_phase, a_group, p_group, lvl, r_agroup, det, *, n_models: int,
+              options: Options) -> dict[str, np.ndarray]:
+    """SPEC §14: arrivals per (phase, group), and picks >= the shared threshold matched per group of their arrival.
+
+    From the same detection matching as every other count; emitted picks have no group.
+    """
+    n_groups = options.n_groups
+    if n_groups == 0:
+        return {"n_reference_by_group": np.zeros((N_PHASES, 0), np.int64),
+                "matched_by_group": np.zeros((n_models, N_PHASES, 0), np.int64)}
+    hit = (lvl > options.threshold_index) & (det >= 0)
+    size = n_models * N_PHASES * n_groups
+    return {
+        "n_reference_by_group": np.bincount(a_phase * n_groups + a_group, minlength=N_PHASES * n_groups)
+        .astype(np.int64).reshape(N_PHASES, n_groups),
+        "matched_by_group": np.bincount(p_group[hit] * n_groups + r_agroup[det[hit]], minlength=size)
+        .astype(np.int64).reshape(n_models, N_PHASES, n_groups),
+    }
+
+
+def _pairs(p_group, p_time, p_conf, r_time, res, r_agroup) -> dict[str, np.ndarray]:
+    """The residual pairs, in canonical order (model, phase, residual, conf, group)."""
     paired = res >= 0
     pg = p_group[paired]
     pairs = {
@@ -319,6 +383,7 @@ def _pairs(p_group, p_time, p_conf, r_time, res) -> dict[str, np.ndarray]:
         "pair_phase": (pg % N_PHASES).astype(np.int8),
         "pair_residual_ns": (p_time[paired] - r_time[res[paired]]).astype(np.int64),
         "pair_conf": p_conf[paired],
+        "pair_group": r_agroup[res[paired]].astype(np.int32),
     }
     order = pair_order(pairs)
     return {name: values[order] for name, values in pairs.items()}

@@ -11,9 +11,13 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["FIGURES", "TIME_BIN_FIGURES"]
+__all__ = ["FIGURES", "TIME_BIN_FIGURES", "TOLERANCE_FIGURES", "GROUP_FIGURES"]
 
 #: Names of the figures :func:`pickscale.report.figures.figures` builds, in reading order.
 FIGURES: tuple[str, ...] = ("recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations")
 #: The figures only results scored with ``time_bin`` have (SPEC §10), drawn after :data:`FIGURES`.
 TIME_BIN_FIGURES: tuple[str, ...] = ("recall_over_time",)
+#: The figures only results scored with ``tols`` have (SPEC §13), drawn after those.
+TOLERANCE_FIGURES: tuple[str, ...] = ("recall_vs_tolerance",)
+#: The figures only results scored with ``group_by`` have (SPEC §14), drawn after those.
+GROUP_FIGURES: tuple[str, ...] = ("recall_by_group",)

@@ -59,10 +59,11 @@ _OUTPUTS_TMP = ".pickscale-outputs.tmp-"
 
 def output_names() -> list[str]:
     """Every file ``score``/``report`` may write or remove in an output folder, besides ``results.zarr``."""
-    from .names import FIGURES, TIME_BIN_FIGURES  # the names only: no matplotlib
+    from .names import FIGURES, GROUP_FIGURES, TIME_BIN_FIGURES, TOLERANCE_FIGURES  # the names only: no matplotlib
 
     return ([f"{name}.csv" for name in (*TABLE_NAMES, *OPTIONAL_TABLES)]
-            + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES) for fmt in FIGURE_FORMATS]
+            + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES, *TOLERANCE_FIGURES, *GROUP_FIGURES)
+                  for fmt in FIGURE_FORMATS]
             + [OUTPUTS_MARKER])
 
 

@@ -30,8 +30,9 @@ __all__ = ["tables", "write_tables", "format_table", "to_csv_bytes", "TABLE_NAME
 
 TABLE_NAMES = ("detection", "timing", "calibration", "reliability", "phase_quality", "sweep")
 #: Tables written only when the results have them: ``over_time`` with time bins (SPEC §10), ``budgets`` with
-#: several budgets (SPEC §7), ``model_differences`` with bootstrap intervals (SPEC §12).
-OPTIONAL_TABLES = ("over_time", "budgets", "model_differences")
+#: several budgets (SPEC §7), ``model_differences`` with bootstrap intervals (SPEC §12), ``tolerance`` with ``tols``
+#: (SPEC §13).
+OPTIONAL_TABLES = ("over_time", "budgets", "model_differences", "tolerance", "by_group")
 #: The tables printed by ``score`` and ``report``.
 PRINTED = ("detection", "timing", "calibration", "phase_quality")
 #: The columns printed of a table, where not all (the CSV files hold every column): SPEC §8's
@@ -129,6 +130,10 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
         out["budgets"] = budgets(ds)
     if "recall_diff" in ds:
         out["model_differences"] = model_differences(ds)
+    if "matched_at_tol" in ds:
+        out["tolerance"] = tolerance(ds)
+    if "matched_by_group" in ds:  # SPEC §14
+        out["by_group"] = by_group(ds)
     return out
 
 
@@ -209,6 +214,56 @@ def over_time(ds: xr.Dataset) -> pd.DataFrame:
     table = table.assign_coords(time_bin=("time_bin", iso_utc(ds["time_bin"].values)))
     keys = _KEY + ["time_bin"]
     return _frame(table, _names(table), keys, ds["model_present"].broadcast_like(matched))
+
+
+def by_group(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §14: per (dataset, phase, model, group of arrivals) at the shared threshold: arrivals, matched,
+    recall and the §5 timing statistics of the group's residual pairs.
+
+    No ``emitted`` and no precision: a pick that matches no arrival has no group, so a precision per group
+    would be invented.  Every group of the run has a row for every model present (recall NaN where the
+    group has no arrival); the rows of a (dataset, phase, model) add up to ``detection.csv``'s counts.
+    """
+    import xarray as xr
+
+    from ..results.variables import GROUP_TIMING
+
+    matched = ds["matched_by_group"].sum("station")
+    table = xr.Dataset({
+        "n_reference": ds["n_reference_by_group"].sum("station").broadcast_like(matched),
+        "matched": matched,
+        "recall": ds["recall_by_group"],
+        **{name: ds[f"{name}_by_group"] for name in GROUP_TIMING},
+    })
+    frame = _frame(table, _names(table), _KEY + ["group"], ds["model_present"].broadcast_like(matched))
+    # The groups in the run's order (bins ascending, then missing), not in the order of their labels' text.
+    position = {str(g): i for i, g in enumerate(ds["group"].values)}
+    keys = frame[_KEY].astype(str).agg("\x1f".join, axis=1).to_numpy()
+    run = np.r_[0, np.cumsum(keys[1:] != keys[:-1])] if len(frame) else np.zeros(0, np.int64)
+    order = np.lexsort((frame["group"].map(position).to_numpy(np.int64), run))
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def tolerance(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §13: per (dataset, phase, model, tol) at the shared threshold: counts, recall, precision.
+
+    ``emitted`` does not depend on the tolerance; at the run's own ``tol`` the row equals ``detection.csv``'s.
+    """
+    import xarray as xr
+
+    from ..results import metric_name
+
+    options = _options(ds)
+    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
+    matched = ds["matched_at_tol"].sum("station")
+    table = xr.Dataset({
+        "n_reference": ds["n_reference"].sum("station").broadcast_like(matched),
+        "emitted": ds["emitted"].sel(threshold=options.threshold, drop=True).sum("station").broadcast_like(matched),
+        "matched": matched,
+        "recall": ds["recall_at_tol"],
+        lb("precision_lb"): ds[lb("precision_lb_at_tol")],
+    })
+    return _frame(table, _names(table), _KEY + ["tol"], ds["model_present"].broadcast_like(matched))
 
 
 _KEY = ["dataset", "phase", "model"]

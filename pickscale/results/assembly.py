@@ -25,7 +25,7 @@ from ..kernel import FIELDS, PAIR_KEY, Kind, StationResult, StationStack, add_fi
 from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
-from .variables import STATION_FIELDS, TIME_BINNED, VARIABLES
+from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES
 
 __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
 
@@ -129,7 +129,22 @@ _ORDER = ("n_reference", "model_present", "station_scored", "fine_emitted", "fin
 
 def _order(options: Options) -> tuple[str, ...]:
     """The variables of a run: without time bins, none of :data:`~pickscale.results.variables.TIME_BINNED`."""
-    return _ORDER if options.time_bin is not None else tuple(n for n in _ORDER if n not in TIME_BINNED)
+    names = _ORDER if options.time_bin is not None else tuple(n for n in _ORDER if n not in TIME_BINNED)
+    names = _with_groups(names, options)  # SPEC §14
+    return names if options.tols is not None else tuple(n for n in names if n not in TOLERANCED)
+
+
+def _with_groups(names: tuple[str, ...], options: Options) -> tuple[str, ...]:
+    """SPEC §14: with ``group_by``, the per-group counts and ``pair_group`` (last); without, none of them."""
+    names = tuple(n for n in names if n not in GROUPED)
+    if options.group_by is None:
+        return names
+    return (*names, "n_reference_by_group", "matched_by_group", "pair_group")
+
+
+def _group_coordinate(options: Options) -> np.ndarray:
+    """The ``group`` coordinate: the run's group labels (SPEC §14)."""
+    return np.array(list(options.group_labels or ()), dtype=object)
 
 
 def assemble(
@@ -153,6 +168,8 @@ def assemble(
     pairs = _canonical_pairs(pair_parts)
     data.update({"pair_" + key: pairs[key] for key in ("dataset", "model", "phase", "station", "conf")})
     data["residual"] = pairs["residual_ns"] / 1e9
+    if options.group_by is not None:  # SPEC §14
+        data["pair_group"] = pairs["group"]
     coords = {
         "dataset": np.array(datasets, dtype=object),
         "model": np.array(models, dtype=object),
@@ -164,6 +181,10 @@ def assemble(
     }
     if options.time_bin is not None:
         coords["time_bin"] = _bin_starts(options)
+    if options.group_by is not None:  # SPEC §14
+        coords["group"] = _group_coordinate(options)
+    if options.tols is not None:  # SPEC §13
+        coords["tol"] = np.array(options.tols, dtype=np.float64)
     ds = xr.Dataset({name: (VARIABLES[name].dims, data[name]) for name in names}, coords=coords)
     ds.attrs.update(dict(attrs or {}))
     ds.attrs["options"] = options.to_attrs()
@@ -175,7 +196,8 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
     """The count and coverage arrays on the shared coordinates, and each dataset's pairs in global indices."""
     sizes = {"dataset": len(counts), "model": len(models), "phase": 2, "threshold": options.grid.size,
              "fine_threshold": options.fine.size, "station": len(stations), "bin": N_BINS,
-             "time_bin": _bin_starts(options).size, "limb": N_LIMBS, "product": N_PRODUCTS}
+             "time_bin": _bin_starts(options).size, "group": options.n_groups,
+             "tol": len(options.tols or ()), "limb": N_LIMBS, "product": N_PRODUCTS}
     fields = [key for key in STATION_FIELDS if key in _order(options)]
     m_index = {m: i for i, m in enumerate(models)}
     s_index = {s: i for i, s in enumerate(stations)}
@@ -208,6 +230,7 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
                 "station": si[c.pairs["station"]].astype(np.int32),
                 "residual_ns": c.pairs["residual_ns"],
                 "conf": c.pairs["conf"],
+                "group": c.pairs.get("group", np.zeros(c.pairs["model"].size, np.int32)).astype(np.int32),
             })
     return data, pair_parts
 
@@ -221,10 +244,11 @@ def _bin_starts(options: Options) -> np.ndarray:
 
 
 def _canonical_pairs(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    keys = ("dataset", "model", "phase", "station", "residual_ns", "conf")
-    dtypes = (np.int32, np.int32, np.int8, np.int32, np.int64, np.float64)
+    keys = ("dataset", "model", "phase", "station", "residual_ns", "conf", "group")  # group: SPEC §14 (0 without)
+    dtypes = (np.int32, np.int32, np.int8, np.int32, np.int64, np.float64, np.int32)
     if not parts:
         return {k: np.zeros(0, dtype=t) for k, t in zip(keys, dtypes)}
+    parts = [p if "group" in p else {**p, "group": np.zeros(p["model"].size, np.int32)} for p in parts]
     cat = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     # The parts come in (dataset, station) order, each sorted by (model, phase, residual, conf):
     # a stable sort on the small (dataset, model, phase) key is then the whole canonical order

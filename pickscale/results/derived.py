@@ -66,6 +66,11 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
         out["recall_over_time"] = _ufunc(detection.recall, matched_t, ds.n_reference_over_time.sum("station"))
         out[lb("precision_lb_over_time")] = _ufunc(detection.precision, matched_t,
                                                    ds.emitted_over_time.sum("station"))
+    if "matched_at_tol" in ds:
+        out.update(_at_tols(ds, tot, n_ref, options, lb))
+
+    if "matched_by_group" in ds:
+        out.update(_by_group(ds, options, residual_ns))
 
     derived = xr.Dataset(out)
     for name in derived.data_vars:
@@ -74,6 +79,15 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
             derived[name] = derived[name].where(present)
     result = ds.assign(derived.data_vars)
     return describe(result, options)
+
+
+def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, options: Options,
+             lb) -> dict[str, xr.DataArray]:
+    """SPEC §13: recall and precision at the shared threshold for each tolerance of ``tols``, over all stations."""
+    matched_l = ds.matched_at_tol.sum("station")
+    emitted = tot["emitted"].sel(threshold=options.threshold, drop=True)
+    return {"recall_at_tol": _ufunc(detection.recall, matched_l, n_ref),
+            lb("precision_lb_at_tol"): _ufunc(detection.precision, matched_l, emitted)}
 
 
 def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) -> dict[str, xr.DataArray]:
@@ -97,6 +111,40 @@ def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) ->
             stats[name][d, m, p] = sweep[name]
     dims = ("dataset", "model", "phase", "threshold")
     return {name: xr.DataArray(values, dims=dims) for name, values in stats.items()}
+
+
+def _by_group(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) -> dict[str, xr.DataArray]:
+    """SPEC §14: recall per group of arrivals, and the §5 statistics over each group's pairs, at the shared threshold.
+
+    No precision per group: emitted picks have no group.
+    """
+    from .variables import GROUP_TIMING
+
+    out = {"recall_by_group": _ufunc(detection.recall, ds.matched_by_group.sum("station"),
+                                     ds.n_reference_by_group.sum("station"))}
+    nd, nm, ng = ds.sizes["dataset"], ds.sizes["model"], ds.sizes["group"]
+    if residual_ns is None:
+        residual_ns = np.round(ds.residual.values * 1e9).astype(np.int64)
+    stats = {name: np.full((nd, nm, 2, ng), np.nan) for name in GROUP_TIMING}
+    stats["n"] = np.zeros((nd, nm, 2, ng), dtype=np.int64)
+    keep = ds.pair_conf.values >= options.threshold
+    key = ((ds.pair_dataset.values.astype(np.int64) * nm + ds.pair_model.values) * 2
+           + ds.pair_phase.values) * ng + ds.pair_group.values
+    key, res = key[keep], residual_ns[keep]
+    order = np.argsort(key, kind="stable")
+    key, res = key[order], res[order]
+    bounds = np.flatnonzero(np.diff(key)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
+        if hi <= lo:
+            continue
+        k = int(key[lo])
+        d, m, p, g = k // (nm * 2 * ng), (k // (2 * ng)) % nm, (k // ng) % 2, k % ng
+        one = timing.timing_stats(res[lo:hi], tol=options.tol)
+        for name in GROUP_TIMING:
+            stats[name][d, m, p, g] = one[name]
+    dims = ("dataset", "model", "phase", "group")
+    out.update({f"{name}_by_group": xr.DataArray(values, dims=dims) for name, values in stats.items()})
+    return out
 
 
 def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:

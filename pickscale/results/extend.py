@@ -154,7 +154,9 @@ def _stack(c: DatasetCounts, *, models: list[str], stations: list[str], starts: 
         pairs={"pair_model": mi[pairs["model"]].astype(np.int32) if station.size else np.zeros(0, np.int32),
                "pair_phase": pairs["phase"].astype(np.int8) if station.size else np.zeros(0, np.int8),
                "pair_residual_ns": pairs["residual_ns"] if station.size else np.zeros(0, np.int64),
-               "pair_conf": pairs["conf"] if station.size else np.zeros(0, np.float64)},
+               "pair_conf": pairs["conf"] if station.size else np.zeros(0, np.float64),
+               # SPEC §14: stores with groups are not extended (engine/extension.py): every pair in group 0.
+               "pair_group": np.zeros(station.size, np.int32)},
     )
 
 

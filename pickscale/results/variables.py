@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import xarray as xr
 
 __all__ = ["Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
-           "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "metric_name",
-           "describe"]
+           "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "TOLERANCED", "metric_name",
+           "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,13 @@ VARIABLES: dict[str, Variable] = {
     "precision_lb_over_time": Variable(("dataset", "model", "phase", "time_bin"),
              "precision per time bin (lower bound)", "1",
              "matched_over_time / emitted_over_time at the shared threshold, summed over stations."),
+    "matched_at_tol": Variable(("dataset", "model", "phase", "tol", "station"), "picks matched at each tolerance",
+             "1", "Picks with conf >= the shared threshold in a detection pair of the matching at each tolerance of "
+             "the run's tols option (SPEC §13); at tol itself it equals matched at the shared threshold."),
+    "recall_at_tol": Variable(("dataset", "model", "phase", "tol"), "recall at each tolerance", "1",
+             "matched_at_tol / n_reference at the shared threshold, summed over stations (SPEC §13)."),
+    "precision_lb_at_tol": Variable(("dataset", "model", "phase", "tol"), "precision at each tolerance (lower bound)",
+             "1", "matched_at_tol / emitted at the shared threshold, summed over stations (SPEC §13)."),
     "fine_emitted": Variable(("dataset", "model", "phase", "fine_threshold"), "picks emitted (fine curve)", "1",
              "Picks with conf >= k/1000, summed over stations (SPEC §7)."),
     "fine_matched": Variable(("dataset", "model", "phase", "fine_threshold"), "picks matched (fine curve)", "1",
@@ -172,6 +179,8 @@ COORDINATES: dict[str, Variable] = {
 OPTIONAL_COORDINATES: dict[str, Variable] = {
     "budgets": Variable(("budgets",), "matched pick budget", "1",
                         "The budgets of recall_at_budgets, ascending (SPEC §7); only with several budgets."),
+    "tol": Variable(("tol",), "detection tolerance", "s",
+                    "The extra detection tolerances of the run's tols option, ascending (SPEC §13); only with tols."),
     "model_b": Variable(("model_b",), "model compared with", "1",
                         "The second model of each paired difference (model minus model_b; SPEC §12)."),
 }
@@ -205,6 +214,39 @@ OPTIONAL_VARIABLES: dict[str, Variable] = {
 #: The variables (and the coordinate) that exist only in results scored with ``time_bin``.
 TIME_BINNED: tuple[str, ...] = ("n_reference_over_time", "emitted_over_time", "matched_over_time",
                                 "recall_over_time", "precision_lb_over_time")
+
+#: The variables (and the coordinate ``tol``) that exist only in results scored with ``tols`` (SPEC §13).
+TOLERANCED: tuple[str, ...] = ("matched_at_tol", "recall_at_tol", "precision_lb_at_tol")
+
+#: Groups of arrivals (SPEC §14): what belongs to an arrival, per group; only in results scored with ``group_by``.
+#: Picks emitted (and extra picks) have no group: there is no precision per group.
+_DMPG = ("dataset", "model", "phase", "group")
+_GROUP_TIMING = ("n", "mae", "rmse", "medae", "bias", "mean", "std", "gross_error_rate", "within_0.1",
+                 "within_0.25", "within_0.5")
+GROUPED_VARIABLES: dict[str, Variable] = {
+    "n_reference_by_group": Variable(("dataset", "phase", "group", "station"), "reference arrivals per group",
+             "1", "Scored reference arrivals per station, phase and group of the arrival (SPEC §14)."),
+    "matched_by_group": Variable(("dataset", "model", "phase", "group", "station"), "arrivals matched per group",
+             "1", "Picks with conf >= the shared threshold in a detection pair, per group of their arrival "
+             "(SPEC §14)."),
+    "pair_group": Variable(("pair",), "group of pair", "1",
+             "Index into the group coordinate of each residual pair's arrival (SPEC §14)."),
+    "recall_by_group": Variable(_DMPG, "recall per group", "1",
+             "matched_by_group / n_reference_by_group at the shared threshold, summed over stations (SPEC §14)."),
+    **{f"{name}_by_group": Variable(_DMPG, f"{VARIABLES[name].long_name} per group", VARIABLES[name].units,
+                                    f"As {name} (SPEC §5), at the shared threshold, over the residual pairs of the "
+                                    "arrivals of each group (SPEC §14).")
+       for name in _GROUP_TIMING},
+}
+VARIABLES.update(GROUPED_VARIABLES)
+#: The variables (and the coordinate ``group``) that exist only in results scored with ``group_by`` (SPEC §14).
+GROUPED: tuple[str, ...] = tuple(GROUPED_VARIABLES)
+#: The timing statistics per group (SPEC §14), as ``<name>_by_group``.
+GROUP_TIMING: tuple[str, ...] = _GROUP_TIMING
+#: The ``group`` coordinate's attributes.
+GROUP_ATTRS = {"long_name": "group of arrivals",
+               "description": "The groups of the run's group_by option (SPEC §14): bins [a,b) of a numeric column "
+                              "with open ends <first and >=last, or the values of a text column; then missing."}
 
 #: The per-station counts of the Dataset: the kernel's per-station fields (less ``n_reference``, which has no
 #: model axis), with the dims between ``dataset`` and ``station``.  ``n_reference_over_time`` is one of them
@@ -242,4 +284,6 @@ def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
             ds[name].attrs.update(coordinate.attrs)
     if "time_bin" in ds.coords:
         ds["time_bin"].attrs.update(TIME_BIN_ATTRS)
+    if "group" in ds.coords:
+        ds["group"].attrs.update(GROUP_ATTRS)
     return ds

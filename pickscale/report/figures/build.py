@@ -15,13 +15,15 @@ import matplotlib as mpl
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..names import FIGURES, TIME_BIN_FIGURES
+from ..names import FIGURES, GROUP_FIGURES, TIME_BIN_FIGURES, TOLERANCE_FIGURES
+from .by_group import has_groups, recall_by_group
 from .calibration import reliability
 from .detection import operating_curves, recall_treatments
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
 from .station_recall import stations
 from .style import STYLE
+from .tolerance import has_tols, recall_vs_tolerance
 
 __all__ = ["FIGURES", "figures", "save_figures"]
 
@@ -34,12 +36,15 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
     "reliability": reliability,
     "stations": stations,
     "recall_over_time": recall_over_time,
+    "recall_vs_tolerance": recall_vs_tolerance,
+    "recall_by_group": recall_by_group,
 }
 
 
 def _default_names(ds: xr.Dataset) -> list[str]:
     """:data:`FIGURES`, then those of time bins when ``ds`` has them."""
-    return [*FIGURES, *(TIME_BIN_FIGURES if has_time_bins(ds) else ())]
+    return [*FIGURES, *(TIME_BIN_FIGURES if has_time_bins(ds) else ()), *(TOLERANCE_FIGURES if has_tols(ds) else ()),
+            *(GROUP_FIGURES if has_groups(ds) else ())]
 
 
 def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, Figure]:

@@ -1,0 +1,126 @@
+"""Recall per group of arrivals (SPEC §14): by magnitude bin, network, instrument or site class.
+
+:func:`by_group_rows` selects the numbers (per dataset and phase: recall per
+model and group at the shared threshold, and the arrivals per group);
+:func:`recall_by_group` draws them, one column per (dataset, phase): recall
+lines per model above, the reference arrivals per group as bars beneath.
+Only results scored with ``group_by`` have this figure.  There is no
+precision per group (a pick that matches nothing has no group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .selection import cap_models, names_of, options_of
+from .style import MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles, styled
+
+__all__ = ["ByGroupPanel", "by_group_rows", "recall_by_group", "has_groups"]
+
+
+def has_groups(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` was scored with ``group_by`` (and so has this figure)."""
+    return "recall_by_group" in ds
+
+
+@dataclass(frozen=True)
+class ByGroupPanel:
+    """The numbers of one (dataset, phase) column."""
+
+    dataset: str
+    phase: str
+    groups: list[str]  # the group labels, in the run's order
+    n_reference: np.ndarray  # (R,) arrivals per group
+    recall: dict[str, np.ndarray]  # model -> (R,) recall per group (NaN: no arrival in the group)
+
+
+def by_group_rows(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> tuple[list[ByGroupPanel], str]:
+    """One panel per (dataset, phase) with arrivals; models capped to :data:`MAX_MODELS` (and the note).
+
+    The group ``missing`` is left out when it holds no arrival.
+
+    Examples
+    --------
+    >>> panels, note = by_group_rows(ds)  # doctest: +SKIP
+    >>> panels[0].groups  # doctest: +SKIP
+    ['<1', '[1,2)', '[2,3)', '>=3']
+    """
+    dsets = names_of(ds["dataset"].values)
+    mods = list(models) if models is not None else names_of(ds["model"].values)
+    mods, note = cap_models(ds, dsets, mods, MAX_MODELS.get("recall_by_group", 8))
+    n_ref = ds["n_reference_by_group"].sum("station")
+    labels = names_of(ds["group"].values)
+    panels = []
+    for d in dsets:
+        present = {m for m in mods if bool(ds["model_present"].sel(dataset=d, model=m))}
+        for ph in names_of(ds["phase"].values):
+            n = np.asarray(n_ref.sel(dataset=d, phase=ph).values, dtype=np.int64)
+            if not n.sum():
+                continue
+            keep = np.ones(n.size, dtype=bool)
+            if labels and labels[-1] == "missing" and n[-1] == 0:
+                keep[-1] = False
+            recall = {m: np.asarray(ds["recall_by_group"].sel(dataset=d, model=m, phase=ph).values,
+                                    dtype=float)[keep] for m in mods if m in present}
+            panels.append(ByGroupPanel(d, ph, [g for g, k in zip(labels, keep) if k], n[keep], recall))
+    return panels, note
+
+
+@styled
+def recall_by_group(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> Figure:
+    """Recall per group of arrivals at the shared threshold, one line per model; arrivals per group beneath.
+
+    Parameters
+    ----------
+    ds
+        Results scored with ``group_by``.
+    models
+        Which models (default: all, capped to the best few).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    panels, note = by_group_rows(ds, models=models)
+    colors = model_colors(names_of(ds["model"].values))
+    styles = model_styles(names_of(ds["model"].values))
+    n = max(len(panels), 1)
+    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.6), layout="constrained")
+    grid = fig.add_gridspec(2, n, height_ratios=(3, 1))
+    theta = fmt_theta(options_of(ds).threshold)
+    if not panels:
+        empty_note(fig.add_subplot(grid[:, 0]), "no reference arrival in any group")
+    handles: dict[str, Line2D] = {}
+    for i, panel in enumerate(panels):
+        top = fig.add_subplot(grid[0, i])
+        bottom = fig.add_subplot(grid[1, i], sharex=top)
+        x = np.arange(len(panel.groups))
+        for model, recall in panel.recall.items():
+            (line,) = top.plot(x, recall, color=colors[model], linestyle=styles[model], marker="o", markersize=3,
+                               linewidth=1.2, label=model)
+            handles.setdefault(model, line)
+        top.set_ylim(-0.02, 1.02)
+        top.set_title(f"{panel.dataset} · {panel.phase}", fontsize=9)
+        top.grid(True, axis="y")
+        if i == 0:
+            top.set_ylabel(f"recall at {theta}")
+            bottom.set_ylabel("arrivals")
+        top.tick_params(labelbottom=False)
+        bottom.bar(x, panel.n_reference, width=0.8, color=NODATA, edgecolor="#888888", linewidth=0.3)
+        bottom.set_xticks(x, panel.groups, fontsize=7.5)
+        for label in bottom.get_xticklabels():
+            label.set_rotation(30)
+            label.set_horizontalalignment("right")
+    legend = None
+    if handles:
+        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
+    caption(fig, f"Recall per group of arrivals ({options_of(ds).group_by}) at the shared threshold {theta}; "
+                 "bars: reference arrivals per group.", legend)
+    footnote(fig, [note, "No precision per group: a pick that matches no arrival has no group."])
+    return fig
