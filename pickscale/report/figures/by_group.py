@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
+from .recall_axis import bar_style, draw_recall_panels
 from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles, styled
+from .style import MAX_MODELS, styled
 
 __all__ = ["ByGroupPanel", "by_group_rows", "recall_by_group", "has_groups"]
 
@@ -88,39 +88,14 @@ def recall_by_group(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> F
     matplotlib.figure.Figure
     """
     panels, note = by_group_rows(ds, models=models)
-    colors = model_colors(names_of(ds["model"].values))
-    styles = model_styles(names_of(ds["model"].values))
-    n = max(len(panels), 1)
-    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.6), layout="constrained")
-    grid = fig.add_gridspec(2, n, height_ratios=(3, 1))
-    theta = fmt_theta(options_of(ds).threshold)
-    if not panels:
-        empty_note(fig.add_subplot(grid[:, 0]), "no reference arrival in any group")
-    handles: dict[str, Line2D] = {}
-    for i, panel in enumerate(panels):
-        top = fig.add_subplot(grid[0, i])
-        bottom = fig.add_subplot(grid[1, i], sharex=top)
-        x = np.arange(len(panel.groups))
-        for model, recall in panel.recall.items():
-            (line,) = top.plot(x, recall, color=colors[model], linestyle=styles[model], marker="o", markersize=3,
-                               linewidth=1.2, label=model)
-            handles.setdefault(model, line)
-        top.set_ylim(-0.02, 1.02)
-        top.set_title(f"{panel.dataset} · {panel.phase}", fontsize=9)
-        top.grid(True, axis="y")
-        if i == 0:
-            top.set_ylabel(f"recall at {theta}")
-            bottom.set_ylabel("arrivals")
-        top.tick_params(labelbottom=False)
-        bottom.bar(x, panel.n_reference, width=0.8, color=NODATA, edgecolor="#888888", linewidth=0.3)
-        bottom.set_xticks(x, panel.groups, fontsize=7.5)
-        for label in bottom.get_xticklabels():
-            label.set_rotation(30)
-            label.set_horizontalalignment("right")
-    legend = None
-    if handles:
-        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
-    caption(fig, f"Recall per group of arrivals ({options_of(ds).group_by}) at the shared threshold {theta}; "
-                 "bars: reference arrivals per group.", legend)
-    footnote(fig, [note, "No precision per group: a pick that matches no arrival has no group."])
-    return fig
+
+    def bars(axes, panel, x):
+        axes.bar(x, panel.n_reference, width=0.8, **bar_style())
+        axes.set_xticks(x, panel.groups, fontsize=7.5)
+
+    return draw_recall_panels(
+        ds, panels, x_of=lambda panel: np.arange(len(panel.groups)), bars=bars, markersize=3,
+        empty="no reference arrival in any group",
+        describe=lambda theta: (f"Recall per group of arrivals ({options_of(ds).group_by}) at the shared threshold "
+                                f"{theta}; bars: reference arrivals per group."),
+        notes=[note, "No precision per group: a pick that matches no arrival has no group."])

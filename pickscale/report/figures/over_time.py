@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
+from .recall_axis import bar_style, draw_recall_panels
 from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles, styled
+from .style import MAX_MODELS, styled
 
 __all__ = ["OverTimePanel", "over_time_rows", "recall_over_time", "has_time_bins"]
 
@@ -80,44 +80,17 @@ def recall_over_time(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> 
     matplotlib.figure.Figure
     """
     panels, note = over_time_rows(ds, models=models)
-    colors = model_colors(names_of(ds["model"].values))
-    styles = model_styles(names_of(ds["model"].values))
-    n = max(len(panels), 1)
-    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.6), layout="constrained")
-    grid = fig.add_gridspec(2, n, height_ratios=(3, 1))
-    theta = fmt_theta(options_of(ds).threshold)
-    if not panels:
-        empty_note(fig.add_subplot(grid[:, 0]), "no reference arrival in any time bin")
-    handles: dict[str, Line2D] = {}
-    for i, panel in enumerate(panels):
-        top = fig.add_subplot(grid[0, i])
-        bottom = fig.add_subplot(grid[1, i], sharex=top)
-        x = panel.starts
-        for model, recall in panel.recall.items():
-            (line,) = top.plot(x, recall, color=colors[model], linestyle=styles[model], marker="o", markersize=2.5,
-                               linewidth=1.2, label=model)
-            handles.setdefault(model, line)
-        top.set_ylim(-0.02, 1.02)
-        top.set_title(f"{panel.dataset} · {panel.phase}", fontsize=9)
-        top.grid(True, axis="y")
-        if i == 0:
-            top.set_ylabel(f"recall at {theta}")
-            bottom.set_ylabel("arrivals")
-        top.tick_params(labelbottom=False)
-        widths = np.diff(np.r_[x.astype("int64"), _end(x)]).astype("timedelta64[ns]") * 0.9
-        bottom.bar(x, panel.n_reference, width=widths, align="edge", color=NODATA, edgecolor="#888888",
-                   linewidth=0.3)
-        for label in bottom.get_xticklabels():
-            label.set_rotation(30)
-            label.set_horizontalalignment("right")
-    legend = None
-    if handles:
-        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
-    caption(fig, f"Recall over time at the shared threshold {theta}, per time bin of the arrivals "
-                 f"({options_of(ds).time_bin}); bars: reference arrivals per bin.", legend)
-    footnote(fig, [note, "A gap in a line: no arrival in that bin."])
-    return fig
 
+    def bars(axes, panel, x):
+        widths = np.diff(np.r_[x.astype("int64"), _end(x)]).astype("timedelta64[ns]") * 0.9
+        axes.bar(x, panel.n_reference, width=widths, align="edge", **bar_style())
+
+    return draw_recall_panels(
+        ds, panels, x_of=lambda panel: panel.starts, bars=bars, markersize=2.5,
+        empty="no reference arrival in any time bin",
+        describe=lambda theta: (f"Recall over time at the shared threshold {theta}, per time bin of the arrivals "
+                                f"({options_of(ds).time_bin}); bars: reference arrivals per bin."),
+        notes=[note, "A gap in a line: no arrival in that bin."])
 
 def _end(starts: np.ndarray) -> int:
     """The end of the last bin, as int64 ns: one more step of the bins before it (one day for a single bin)."""
