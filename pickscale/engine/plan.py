@@ -286,8 +286,8 @@ def worker_budget(client: Any) -> tuple[int, str]:
         try:
             return int(parse_bytes(setting)), f"{MEMORY_ENV}={setting}"
         except (ValueError, TypeError):
-            raise OptionsError(f"{MEMORY_ENV} must be a size such as 4GB or 4294967296; got {setting!r}.",
-                               options=(MEMORY_ENV,)) from None
+            # An environment variable, not an option: the command says it as it is.
+            raise OptionsError(f"{MEMORY_ENV} must be a size such as 4GB or 4294967296; got {setting!r}.") from None
     machine = _machine_memory()
     if client is not None:
         try:
