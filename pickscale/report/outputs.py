@@ -166,19 +166,6 @@ def _write_marker(out_dir: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _fsync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -209,6 +196,8 @@ def _commit_outputs(tmp: Path, out_dir: Path, new: list[str], store: Path | None
 
     Returns the names removed.
     """
+    from ..store.paths import fsync_dir  # (store/ brings xarray: loaded here, on writing only)
+
     owned = output_names()
     previous = [n for n in owned if n != OUTPUTS_MARKER and os.path.lexists(out_dir / n)]
     record = {
@@ -231,10 +220,10 @@ def _commit_outputs(tmp: Path, out_dir: Path, new: list[str], store: Path | None
     if not any(n.startswith("figures/") for n in new):
         with contextlib.suppress(OSError):
             (out_dir / "figures").rmdir()  # only when empty
-    _fsync_folder(out_dir)
-    _fsync_folder(out_dir / "figures")
+    fsync_dir(out_dir)
+    fsync_dir(out_dir / "figures")
     _write_marker(out_dir, {**record, "complete": True, "files": sorted(new)})
-    _fsync_folder(out_dir)
+    fsync_dir(out_dir)
     return removed
 
 

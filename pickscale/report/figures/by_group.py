@@ -17,9 +17,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from .recall_axis import bar_style, draw_recall_panels
-from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, styled
+from .recall_axis import bar_style, draw_recall_panels, recall_columns
+from .selection import names_of, options_of
+from .style import styled
 
 __all__ = ["ByGroupPanel", "by_group_rows", "recall_by_group", "has_groups"]
 
@@ -51,24 +51,16 @@ def by_group_rows(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> tup
     >>> panels[0].groups  # doctest: +SKIP
     ['<1', '[1,2)', '[2,3)', '>=3']
     """
-    dsets = names_of(ds["dataset"].values)
-    mods = list(models) if models is not None else names_of(ds["model"].values)
-    mods, note = cap_models(ds, dsets, mods, MAX_MODELS.get("recall_by_group", 8))
-    n_ref = ds["n_reference_by_group"].sum("station")
+    columns, note = recall_columns(ds, n_reference="n_reference_by_group", recall="recall_by_group",
+                                   figure="recall_by_group", models=models)
     labels = names_of(ds["group"].values)
     panels = []
-    for d in dsets:
-        present = {m for m in mods if bool(ds["model_present"].sel(dataset=d, model=m))}
-        for ph in names_of(ds["phase"].values):
-            n = np.asarray(n_ref.sel(dataset=d, phase=ph).values, dtype=np.int64)
-            if not n.sum():
-                continue
-            keep = np.ones(n.size, dtype=bool)
-            if labels and labels[-1] == "missing" and n[-1] == 0:
-                keep[-1] = False
-            recall = {m: np.asarray(ds["recall_by_group"].sel(dataset=d, model=m, phase=ph).values,
-                                    dtype=float)[keep] for m in mods if m in present}
-            panels.append(ByGroupPanel(d, ph, [g for g, k in zip(labels, keep) if k], n[keep], recall))
+    for d, ph, n, recall in columns:
+        keep = np.ones(n.size, dtype=bool)
+        if labels and labels[-1] == "missing" and n[-1] == 0:
+            keep[-1] = False
+        panels.append(ByGroupPanel(d, ph, [g for g, k in zip(labels, keep) if k], n[keep],
+                                   {m: r[keep] for m, r in recall.items()}))
     return panels, note
 
 

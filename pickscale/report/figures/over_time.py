@@ -16,9 +16,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from .recall_axis import bar_style, draw_recall_panels
-from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, styled
+from .recall_axis import bar_style, draw_recall_panels, recall_columns
+from .selection import options_of
+from .style import styled
 
 __all__ = ["OverTimePanel", "over_time_rows", "recall_over_time", "has_time_bins"]
 
@@ -47,20 +47,10 @@ def over_time_rows(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> tu
     >>> panels, note = over_time_rows(ds)  # doctest: +SKIP
     >>> panels[0].recall["sharp"][:3]  # doctest: +SKIP
     """
-    dsets = names_of(ds["dataset"].values)
-    mods = list(models) if models is not None else names_of(ds["model"].values)
-    mods, note = cap_models(ds, dsets, mods, MAX_MODELS.get("recall_over_time", 8))
-    n_ref = ds["n_reference_over_time"].sum("station")
-    panels = []
-    for d in dsets:
-        present = {m for m in mods if bool(ds["model_present"].sel(dataset=d, model=m))}
-        for ph in names_of(ds["phase"].values):
-            n = np.asarray(n_ref.sel(dataset=d, phase=ph).values, dtype=np.int64)
-            if not n.sum():
-                continue
-            recall = {m: np.asarray(ds["recall_over_time"].sel(dataset=d, model=m, phase=ph).values, dtype=float)
-                      for m in mods if m in present}
-            panels.append(OverTimePanel(d, ph, np.asarray(ds["time_bin"].values), n, recall))
+    columns, note = recall_columns(ds, n_reference="n_reference_over_time", recall="recall_over_time",
+                                   figure="recall_over_time", models=models)
+    starts = np.asarray(ds["time_bin"].values)
+    panels = [OverTimePanel(d, ph, starts, n, recall) for d, ph, n, recall in columns]
     return panels, note
 
 

@@ -17,10 +17,39 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .selection import names_of, options_of
-from .style import NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles
+from .selection import cap_models, names_of, options_of
+from .style import MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles
 
-__all__ = ["draw_recall_panels"]
+__all__ = ["recall_columns", "draw_recall_panels"]
+
+
+#: One column of a figure: dataset, phase, arrivals per position, {model: recall per position}.
+Column = tuple[str, str, np.ndarray, dict[str, np.ndarray]]
+
+
+def recall_columns(ds: xr.Dataset, *, n_reference: str, recall: str, figure: str,
+                   models: Sequence[str] | None) -> tuple[list[Column], str]:
+    """The numbers of each (dataset, phase) column that holds arrivals, and the note on capped models.
+
+    Each column is ``(dataset, phase, arrivals per position, {model: recall per position})`` from the
+    variables ``n_reference`` (summed over stations) and ``recall``; models are capped to
+    ``MAX_MODELS[figure]`` and only those present in the dataset are kept.
+    """
+    dsets = names_of(ds["dataset"].values)
+    mods = list(models) if models is not None else names_of(ds["model"].values)
+    mods, note = cap_models(ds, dsets, mods, MAX_MODELS.get(figure, 8))
+    n_ref = ds[n_reference].sum("station")
+    columns = []
+    for d in dsets:
+        present = {m for m in mods if bool(ds["model_present"].sel(dataset=d, model=m))}
+        for ph in names_of(ds["phase"].values):
+            n = np.asarray(n_ref.sel(dataset=d, phase=ph).values, dtype=np.int64)
+            if not n.sum():
+                continue
+            values = {m: np.asarray(ds[recall].sel(dataset=d, model=m, phase=ph).values, dtype=float)
+                      for m in mods if m in present}
+            columns.append((d, ph, n, values))
+    return columns, note
 
 
 def draw_recall_panels(
