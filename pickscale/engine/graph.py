@@ -152,28 +152,42 @@ def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, pro
 
     ``items`` is emptied once submitted (the caller keeps no handle on intermediate data).  On a cluster
     the items are submitted as futures and the tree is built over them, so ``as_completed`` can count
-    them; the tree and its order — hence every number — are the same.
+    them; the tree and its order — hence every number — are the same.  On a cluster the result stays
+    there: what is returned is its future, which :mod:`~pickscale.engine.collect` brings back in pieces.
     """
-    if not progress or not items:
-        return compute([tree_reduce(items, combine)], client, label=label, progress=False, release=True)[0]
-    from .progress import Stage
-
-    with Stage(label, len(items)) as stage:
-        if client is None:
-            keys = {t.key for t in items}
-            job = [tree_reduce(items, combine)]
-            items.clear()
-            with _Counting(keys, stage):
-                return dask.compute(*job)[0]
-        from distributed import as_completed
-
+    if client is not None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
             futures = client.compute(list(items), retries=3)
             items.clear()
             total = client.compute(tree_reduce([delayed(f) for f in futures], combine), retries=3)
-        counting = as_completed(futures, loop=client.loop)
-        del futures  # as_completed holds each future until it is counted; the tree holds what it needs
-        for _ in counting:
-            stage.update()
-        return total.result()
+        if not progress:
+            wait_for(total)
+            return total
+        from distributed import as_completed
+
+        from .progress import Stage
+
+        with Stage(label, len(futures)) as stage:
+            counting = as_completed(futures, loop=client.loop)
+            del futures  # as_completed holds each future until it is counted; the tree holds what it needs
+            for _ in counting:
+                stage.update()
+            wait_for(total)
+        return total
+    if not progress or not items:
+        return compute([tree_reduce(items, combine)], client, label=label, progress=False, release=True)[0]
+    from .progress import Stage
+
+    with Stage(label, len(items)) as stage:
+        keys = {t.key for t in items}
+        job = [tree_reduce(items, combine)]
+        items.clear()
+        with _Counting(keys, stage):
+            return dask.compute(*job)[0]
+
+
+def wait_for(future: Any) -> None:
+    """Wait until ``future`` is finished, without fetching its result; raise its error if it failed."""
+    if future.exception() is not None:  # waits; None when it finished well
+        future.result()  # raises the task's error, with its traceback

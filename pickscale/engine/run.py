@@ -30,10 +30,11 @@ from dask import delayed
 
 from ..errors import InputError, OptionsError, emit_warnings
 from ..io import Normalised
-from ..kernel import Partial, combine_partials, complete, score_station
+from ..kernel import Partial, StationStack, combine_partials, score_station
 from ..options import Options
 from ..scope import Scope, scope_from_summary
 from . import exchange
+from .collect import bring_back
 from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, tree_reduce
 from .inputs import load
 from .parts import Failure, PickPart, merge_outlines, outline, report_of
@@ -258,12 +259,13 @@ def score(
     del pick_parts
     total = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=progress)
     del partials
+    total = bring_back(total, client)  # on a cluster, the station fields stay there until laid out
 
     # 5. Finalize on the client: one partial of arrays, in canonical order.
     from ..results import assemble
 
     per_dataset = _per_dataset(total, scope, plan, options)
-    del total  # its arrays were copied into per_dataset's: the client holds one copy of the counts
+    del total  # per_dataset holds its arrays (or fetches them), and assemble takes them one by one
     attrs = attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
     attrs["extent"] = facts_of(scope, pick_summary)  # what pickscale.extend checks an extension against
     # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
@@ -318,20 +320,24 @@ def _conf_dtype(outlines: list[Any]) -> Any:
 
 
 def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Options) -> dict[str, Any]:
-    """Every scored dataset's counts (:class:`pickscale.results.DatasetCounts`) from the combined partial."""
+    """Every scored dataset's counts (:class:`pickscale.results.DatasetCounts`) from the combined partial.
+
+    The counts are the partial's own arrays (taken out of it as they are laid out): a station no task
+    returned (nothing to score there) keeps zero counts.
+    """
     from ..results import counts_from_stack
 
     stations = plan.stations
+    names = stations["station"].to_numpy(object)
     per_dataset = {}
     for d, dataset in enumerate(scope.datasets):
         keys = np.flatnonzero(stations["dcode"].to_numpy(np.int64) == d)
         stack = total.stacks.get(d) if total is not None else None
-        none = np.zeros(0, dtype=np.int64)
-        zero = score_station(none, none, none, none, none, none.astype(np.float64),
-                             n_models=len(scope.models[dataset]), options=options)
-        stack = complete(stack, keys, zero)
+        if stack is None:
+            none = np.zeros(0, dtype=np.int64)
+            stack = StationStack.empty(score_station(none, none, none, none, none, none.astype(np.float64),
+                                                     n_models=len(scope.models[dataset]), options=options))
         fine = total.fine.get(d) if total is not None else None
-        per_dataset[dataset] = counts_from_stack(
-            stack, names=stations["station"].to_numpy(object)[stack.keys], models=scope.models[dataset],
-            options=options, fine=fine)
+        per_dataset[dataset] = counts_from_stack(stack, names=names[stack.keys], models=scope.models[dataset],
+                                                 options=options, fine=fine, stations=names[keys])
     return per_dataset

@@ -96,6 +96,7 @@ def of_kind(*kinds: Kind) -> tuple[str, ...]:
 
 
 #: The fields kept per station (a station axis when stations are stacked): all but the pairs and the fine curve.
+#: A station with nothing to score has every one of them zero (so results leave such stations' columns at zero).
 PER_STATION = of_kind(Kind.COUNT, Kind.LIMBS, Kind.SQUARES, Kind.DERIVED)
 
 

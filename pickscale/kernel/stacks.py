@@ -29,7 +29,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +37,7 @@ import numpy as np
 from .combine import PER_STATION, Kind, add_fine, of_kind
 from .station import StationResult, merge_results
 
-__all__ = ["StationStack", "Partial", "combine_partials", "complete", "FAN_IN"]
+__all__ = ["StationStack", "Partial", "combine_partials", "FAN_IN"]
 
 #: Partials combined per reduction task.
 FAN_IN = 8
@@ -63,7 +63,7 @@ class StationStack:
     """
 
     keys: np.ndarray
-    fields: dict[str, np.ndarray]
+    fields: MutableMapping[str, np.ndarray]
     pair_key: np.ndarray
     pairs: dict[str, np.ndarray]
 
@@ -90,6 +90,14 @@ class StationStack:
         return StationResult(**{name: empty for name in of_kind(Kind.FINE)},
                              **{name: values[i] for name, values in self.fields.items()},
                              **{name: values[lo:hi] for name, values in self.pairs.items()})
+
+    @classmethod
+    def empty(cls, zero: StationResult) -> StationStack:
+        """No station: every field with zero rows, shaped like ``zero``'s."""
+        return cls(keys=np.zeros(0, np.int64),
+                   fields={n: np.zeros((0,) + getattr(zero, n).shape, getattr(zero, n).dtype) for n in PER_STATION},
+                   pair_key=np.zeros(0, np.int64),
+                   pairs={n: np.zeros(0, getattr(zero, n).dtype) for n in _PAIRS})
 
     @classmethod
     def concat(cls, stacks: list[StationStack]) -> StationStack:
@@ -156,20 +164,3 @@ def combine_partials(*partials: Partial) -> Partial:
         for d, (fe, fm) in p.fine.items():
             fine[d] = add_fine(fine[d], (fe, fm)) if d in fine else (fe, fm)
     return Partial(stacks={d: StationStack.concat(ss) for d, ss in sorted(stacks.items())}, fine=fine)
-
-
-def complete(stack: StationStack | None, keys: np.ndarray, zero: StationResult) -> StationStack:
-    """``stack`` with a row for each of ``keys``: a station no task returned (nothing to score) gets ``zero``."""
-    have = stack.keys if stack is not None else np.zeros(0, np.int64)
-    missing = np.setdiff1d(keys, have)
-    if not missing.size and stack is not None:
-        return stack
-    filler = StationStack.of([(int(k), zero) for k in missing]) if missing.size else None
-    parts = [s for s in (stack, filler) if s is not None]
-    if not parts:  # no station at all
-        return StationStack(keys=np.zeros(0, np.int64),
-                            fields={n: np.zeros((0,) + getattr(zero, n).shape, getattr(zero, n).dtype)
-                                    for n in PER_STATION},
-                            pair_key=np.zeros(0, np.int64),
-                            pairs={n: np.zeros(0, getattr(zero, n).dtype) for n in _PAIRS})
-    return StationStack.concat(parts)

@@ -14,7 +14,7 @@ away and totals are ``.sum("station")`` in canonical (sorted) order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,17 +34,49 @@ __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
 class DatasetCounts:
     """Everything additive for one dataset, after its stations are combined.
 
-    ``counts[name]`` has the dataset's models on the model axis and stations
-    (sorted) on the last axis; pair arrays hold dataset-local model indices.
+    ``counts[name]`` has the dataset's models on the model axis and stations on
+    the last axis: column j is station ``stations[columns[j]]`` (``columns``
+    None: ``stations`` in order).  A station of ``stations`` with no column
+    has zero counts (nothing was scored there).  ``stations`` is sorted; pair
+    arrays hold dataset-local model indices and indices into ``stations``.
+    :func:`assemble` takes each count array out of ``counts`` as it lays it out.
     """
 
     stations: list[str]
     models: list[str]
     n_reference: np.ndarray  # (2, S)
-    counts: dict[str, np.ndarray]
+    counts: MutableMapping[str, np.ndarray]
     fine_emitted: np.ndarray  # (M, 2, F)
     fine_matched: np.ndarray
     pairs: dict[str, np.ndarray] = field(default_factory=dict)  # model, phase, station, residual_ns, conf
+    columns: np.ndarray | None = None
+
+
+class StationLast(MutableMapping[str, np.ndarray]):
+    """A stack's fields (station axis first) read with the station axis last, as views.
+
+    Taking a field out (``pop``) takes it out of the stack too, so the stack's
+    arrays are released one by one as they are laid out (and a stack whose
+    fields are fetched when read is fetched one field at a time).
+    """
+
+    def __init__(self, fields: MutableMapping[str, np.ndarray]) -> None:
+        self._fields = fields
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.moveaxis(self._fields[name], 0, -1)
+
+    def __setitem__(self, name: str, values: np.ndarray) -> None:
+        self._fields[name] = np.moveaxis(values, -1, 0)
+
+    def __delitem__(self, name: str) -> None:
+        del self._fields[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._fields))
+
+    def __len__(self) -> int:
+        return len(self._fields)
 
 
 def combine(
@@ -92,29 +124,36 @@ def counts_from_stack(
     models: list[str],
     options: Options,
     fine: tuple[np.ndarray, np.ndarray] | None,
+    stations: np.ndarray | None = None,
 ) -> DatasetCounts:
     """One dataset's counts from a :class:`~pickscale.kernel.StationStack` (``names[i]`` = row i's station).
 
-    Stations sorted by name on the last axis, built from arrays without one
-    object per station; ``fine`` is the dataset's fine curve (zeros if None).
+    Nothing per station is copied: the counts are the stack's fields read
+    station-last (:class:`StationLast`), each row placed by ``columns``, and
+    :func:`assemble` takes them out of the stack one by one.  ``stations``
+    lists the dataset's stations when some have no row (nothing was scored
+    there; their counts are zero); by default, ``names``.  ``fine`` is the
+    dataset's fine curve (zeros if None).
     """
     names = np.asarray(names, dtype=object)
+    listed = names if stations is None else np.asarray(stations, dtype=object)
+    _check_unique(listed.tolist())
     _check_unique(names.tolist())
-    order = np.argsort(names, kind="stable")
-    position = np.empty(order.size, dtype=np.int32)
-    position[order] = np.arange(order.size, dtype=np.int32)
-    counts = {name: np.moveaxis(stack.fields[name][order], 0, -1) for name in STATION_FIELDS}
-    n_reference = np.moveaxis(stack.fields["n_reference"][order], 0, -1)
+    ordered = np.sort(listed)  # code-point order, as every coordinate
+    columns = np.searchsorted(ordered, names).astype(np.int64)
+    if names.size and (columns.max() >= ordered.size or (ordered[columns] != names).any()):
+        raise RuntimeError("internal error: a scored station is not one of the dataset's stations")
+    n_reference = np.moveaxis(stack.fields.pop("n_reference"), 0, -1)
     # Pairs grouped by station in key order: regroup them in name order, each station's order kept.
-    pair_station = position[np.searchsorted(stack.keys, stack.pair_key)]
+    pair_station = columns[np.searchsorted(stack.keys, stack.pair_key)]
     p_order = np.argsort(pair_station, kind="stable")
     pairs = {name.removeprefix("pair_"): stack.pairs[name][p_order] for name in PAIR_KEY} if names.size else {}
     if names.size:
-        pairs["station"] = pair_station[p_order]
+        pairs["station"] = pair_station[p_order].astype(np.int32)
     shape = (len(models), 2, options.fine.size)
     fe, fm = fine if fine is not None else (np.zeros(shape, np.int64), np.zeros(shape, np.int64))
-    return DatasetCounts([str(n) for n in names[order]], list(models), n_reference, counts,
-                         np.asarray(fe, dtype=np.int64), np.asarray(fm, dtype=np.int64), pairs)
+    return DatasetCounts([str(n) for n in ordered], list(models), n_reference, StationLast(stack.fields),
+                         np.asarray(fe, dtype=np.int64), np.asarray(fm, dtype=np.int64), pairs, columns=columns)
 
 
 def _check_unique(names: list[str]) -> None:
@@ -158,7 +197,8 @@ def assemble(
     Coordinates are sorted in code-point order.  Counts of a (dataset, model)
     or (dataset, station) that does not exist are 0, and the coverage
     variables ``model_present`` and ``station_scored`` say so, so "no data" is
-    never mistaken for 0.
+    never mistaken for 0.  Each count array is taken out of ``per_dataset``
+    once laid out, so the per-station data are held once, not twice.
     """
     datasets = sorted(per_dataset)
     models = sorted({m for c in per_dataset.values() for m in c.models})
@@ -210,15 +250,21 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
     for d, c in enumerate(counts):
         mi = np.array([m_index[m] for m in c.models], dtype=np.int64)
         si = np.array([s_index[s] for s in c.stations], dtype=np.int64)
+        cols = si if c.columns is None else si[c.columns]  # where each column of c's counts goes
         data["model_present"][d, mi] = True
         data["station_scored"][d, si] = True
-        if si.size:
-            data["n_reference"][d][:, si] = c.n_reference
-            for key in fields:
-                # Laid out on the model axis where there is one (n_reference_over_time has none).
-                lead = [mi] if "model" in VARIABLES[key].dims else []
-                rest = c.counts[key].shape[len(lead):-1]
-                data[key][d][np.ix_(*lead, *[np.arange(n) for n in rest], si)] = c.counts[key]
+        if cols.size:
+            data["n_reference"][d][:, cols] = c.n_reference
+        for key in fields:
+            # Taken out as laid out: each count array is released once copied (the station data held once).
+            values = c.counts.pop(key, None)
+            if values is None or not cols.size:
+                continue
+            # Laid out on the model axis where there is one (n_reference_over_time has none).
+            lead = [mi] if "model" in VARIABLES[key].dims else []
+            rest = values.shape[len(lead):-1]
+            data[key][d][np.ix_(*lead, *[np.arange(n) for n in rest], cols)] = values
+            del values
         if mi.size:
             data["fine_emitted"][d, mi] = c.fine_emitted
             data["fine_matched"][d, mi] = c.fine_matched

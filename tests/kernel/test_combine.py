@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+import numpy as np
+
 from pickscale.kernel import (
     FIELDS,
     PER_STATION,
@@ -59,3 +61,12 @@ def test_blocks_partitions_and_whole_station_agree_bit_for_bit():
     fe, fm = total.fine[0]
     assert (fe == whole.fine_emitted).all() and (fm == whole.fine_matched).all()
     assert whole.duplicates.sum() > 0 and whole.swapped.sum() > 0 and whole.pair_conf.size == 2
+
+
+def test_a_station_with_nothing_to_score_is_zero_in_every_field():
+    # The results leave the columns of such stations at zero instead of stacking a zero result for each.
+    none = np.zeros(0, dtype=np.int64)
+    for o in (Options(), Options(thresholds=[0.5], tols=[0.1, 0.5, 2.0])):
+        zero = score_station(none, none, none, none, none, none.astype(np.float64), n_models=3, options=o)
+        for name in PER_STATION:
+            assert not np.any(getattr(zero, name)), name
