@@ -234,7 +234,15 @@ def test_worker_killed_mid_run_completes_identically(big, cluster, run_b, exchan
 def start_score(big, out: Path, *extra: str) -> subprocess.Popen:
     argv = console_script() + ["score", "--reference", str(big[0]), "--picks", str(big[1]), "--out", str(out),
                                "--workers", "1", "--no-figures", "--quiet", *extra]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # The command is started as from a terminal, where Ctrl-C reaches it.  A test run started in the
+    # background (`pytest &`, `nohup pytest`) ignores SIGINT, and a child would inherit that and never be
+    # interrupted; a handler (unlike "ignore") is not inherited across exec, so the child starts with the default.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def wait_for(predicate, proc: subprocess.Popen, timeout: float, what: str) -> None:
