@@ -25,7 +25,7 @@ from ..kernel import FIELDS, PAIR_KEY, Kind, StationResult, StationStack, add_fi
 from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
-from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES
+from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, text
 
 __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
 
@@ -183,7 +183,7 @@ def _with_groups(names: tuple[str, ...], options: Options) -> tuple[str, ...]:
 
 def _group_coordinate(options: Options) -> np.ndarray:
     """The ``group`` coordinate: the run's group labels (SPEC §14)."""
-    return np.array(list(options.group_labels or ()), dtype=object)
+    return text(options.group_labels or ())
 
 
 def assemble(
@@ -211,12 +211,12 @@ def assemble(
     if options.group_by is not None:  # SPEC §14
         data["pair_group"] = pairs["group"]
     coords = {
-        "dataset": np.array(datasets, dtype=object),
-        "model": np.array(models, dtype=object),
-        "phase": np.array(PHASES, dtype=object),
+        "dataset": text(datasets),
+        "model": text(models),
+        "phase": text(PHASES),
         "threshold": options.grid.copy(),
         "fine_threshold": options.fine.copy(),
-        "station": np.array(stations, dtype=object),
+        "station": text(stations),
         "bin": np.arange(N_BINS, dtype=np.int64),
     }
     if options.time_bin is not None:

@@ -17,7 +17,7 @@ import xarray as xr
 from ..errors import OptionsError
 from ..metrics import bootstrap as kernels
 from ..options import Options
-from .variables import OPTIONAL_VARIABLES, describe, metric_name
+from .variables import OPTIONAL_VARIABLES, describe, metric_name, text
 
 __all__ = ["bootstrap", "INTERVAL_METRICS", "DIFFERENCES"]
 
@@ -148,7 +148,7 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     for name, values in out.items():
         dims = OPTIONAL_VARIABLES[name].dims
         new[lb(name)] = xr.DataArray(values, dims=dims)
-    result = ds.assign_coords(model_b=("model_b", ds["model"].values)).assign(new)
+    result = ds.assign_coords(model_b=("model_b", text(ds["model"].values))).assign(new)
     result.attrs["bootstrap"] = {
         "level": level, "draws": n_draws, "seed": seed, "resampled": "stations of each dataset",
         "interval": "percentile, numpy 'linear' quantiles at (1 - level)/2 and (1 + level)/2",

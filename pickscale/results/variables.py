@@ -13,7 +13,9 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..kernel import PER_STATION
 from ..options import Options
@@ -21,9 +23,21 @@ from ..options import Options
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
+__all__ = ["text", "Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
            "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "TOLERANCED", "metric_name",
            "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES"]
+
+
+def text(values: Any) -> np.ndarray:
+    """Labels (datasets, models, phases, stations, groups) as a text coordinate: NumPy ``StringDType``.
+
+    The type Zarr v3 gives text back as, so results have one type whether they come from
+    :func:`pickscale.score`, :func:`pickscale.open_results` or a plain ``xr.open_zarr``.
+
+    >>> text(["PhaseNet", "EQT"]).dtype
+    StringDType()
+    """
+    return np.asarray([str(v) for v in values], dtype=np.dtypes.StringDType())
 
 
 @dataclass(frozen=True)

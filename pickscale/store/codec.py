@@ -1,10 +1,10 @@
 """How a results Dataset is encoded for Zarr v3, and decoded from the bytes of a store.
 
 Encoding (:func:`sanitise`) makes a copy that Zarr v3 stores and reopens
-faithfully: text as ``object`` arrays of Python ``str``, attributes as plain
+faithfully: text as NumPy ``StringDType``, attributes as plain
 JSON, no inherited encodings, regular Dask chunks.  Decoding
 (:func:`dataset_from_files`) builds a loaded Dataset from the checked bytes
-of a store held in memory, text again as ``object`` ``str``.
+of a store held in memory, text as NumPy ``StringDType`` (as results hold it).
 
 Examples
 --------
@@ -29,6 +29,7 @@ import zarr
 from pickscale import __version__
 from pickscale.errors import StoreError
 
+from ..results.variables import text
 from .manifest import MANIFEST
 from .paths import describe
 from .schema import MARKERS, VERSION
@@ -60,7 +61,7 @@ def sanitise(ds: xr.Dataset) -> xr.Dataset:
     >>> ds = xr.Dataset(coords={"phase": np.array(["P", "S"])}, attrs={"x": np.nan})
     >>> clean = sanitise(ds)
     >>> clean["phase"].dtype, clean.attrs["x"]
-    (dtype('O'), None)
+    (StringDType(), None)
     """
     if not isinstance(ds, xr.Dataset):
         raise StoreError(f"can only save an xarray.Dataset, not {type(ds).__name__}")
@@ -75,38 +76,33 @@ def sanitise(ds: xr.Dataset) -> xr.Dataset:
 
 def _clean_variable(name: Any, var: xr.Variable) -> xr.Variable:
     """A fresh Variable (no encoding) with JSON attrs, str text and regular chunks."""
-    data = _text_as_object(name, var)
+    data = _text_as_strings(name, var)
     attrs = _json_attrs(var.attrs, f"variable {name!r}")
     clean = xr.Variable(var.dims, data, attrs=attrs)
     return _regular_chunks(clean)
 
 
-def _text_as_object(name: Any, var: xr.Variable) -> Any:
-    """The variable's data, with any kind of text turned into object-dtype ``str``."""
+def _text_as_strings(name: Any, var: xr.Variable) -> Any:
+    """The variable's data, with any kind of text turned into NumPy ``StringDType`` (as results hold it)."""
     if isinstance(var.dtype, np.dtype) and var.dtype.kind not in "UTO":
         return var.data  # numbers, bools, times: untouched (and still lazy)
-    # Text is loaded here even when Dask-backed: xarray would load an object
-    # array anyway to infer its on-disk type (and then compute it again).
+    # Text is loaded here even when Dask-backed: xarray would load it anyway
+    # to infer its on-disk type (and then compute it again).
     values = np.asarray(var.values)  # also turns pandas extension arrays into NumPy
-    if values.dtype.kind in "UT":
-        return values.astype(object)  # elements become Python str
     if values.dtype.kind == "O":
-        return _checked_text(values, what=str(name))
-    return values
+        _check_text(values, what=str(name))
+    return text(values.ravel()).reshape(values.shape) if values.dtype.kind in "UTO" else values
 
 
-def _checked_text(block: np.ndarray, what: str) -> np.ndarray:
-    """Object array as plain ``str``; anything else (None, NaN) is refused."""
-    out = np.empty(block.shape, dtype=object)
-    for index, value in np.ndenumerate(block):
+def _check_text(block: np.ndarray, what: str) -> None:
+    """Refuse an object array holding anything but ``str`` (None, NaN)."""
+    for value in block.flat:
         if not isinstance(value, str):
             # Zarr's variable-length text codec would store None as "" silently.
             raise StoreError(
                 f"variable {what!r} holds {value!r} ({type(value).__name__}) where text is "
                 "expected; pickscale stores text as str only (write missing names as '')"
             )
-        out[index] = str(value)  # np.str_ -> str, so values reopen identically
-    return out
 
 
 def _regular_chunks(var: xr.Variable) -> xr.Variable:
@@ -180,13 +176,22 @@ def dataset_from_files(store: pathlib.Path, files: Mapping[str, bytes]) -> xr.Da
         ds = xr.open_zarr(memory, consolidated=True, zarr_format=3, chunks=None).load()
     except Exception as exc:  # an unknown codec, metadata Zarr refuses, ...
         raise StoreError(f"could not open results store {store}: {describe(exc)}") from exc
-    return _strings_as_object(ds)
+    return _decoded_text(ds)
 
 
-def _strings_as_object(ds: xr.Dataset) -> xr.Dataset:
-    """Zarr gives text back as NumPy StringDType; return it as saved (object str)."""
-    coords = {n: v.astype(object) for n, v in ds.coords.variables.items() if v.dtype.kind == "T"}
-    data = {n: ds.variables[n].astype(object) for n in ds.data_vars if ds.variables[n].dtype.kind == "T"}
+def _decoded_text(ds: xr.Dataset) -> xr.Dataset:
+    """Text as NumPy ``StringDType``, as results hold it (:func:`pickscale.results.variables.text`).
+
+    Zarr v3 already gives text back so; this makes sure of it whatever a Zarr version decodes it to.
+    """
+    def is_text(v: xr.Variable) -> bool:
+        return v.dtype.kind == "U" or (v.dtype.kind == "O" and v.size > 0 and isinstance(v.values.flat[0], str))
+
+    def as_text(v: xr.Variable) -> tuple[Any, ...]:
+        return v.dims, text(v.values.ravel()).reshape(v.shape), v.attrs
+
+    coords = {n: as_text(v) for n, v in ds.coords.variables.items() if is_text(v)}
+    data = {n: as_text(ds.variables[n]) for n in ds.data_vars if is_text(ds.variables[n])}
     if coords:
         ds = ds.assign_coords(coords)
     if data:

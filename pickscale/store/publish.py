@@ -36,7 +36,7 @@ __all__ = ["save"]
 def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.Path:
     """Write a results dataset to a Zarr v3 store, atomically.
 
-    The dataset is first cleaned for Zarr v3 (text as Python ``str`` objects,
+    The dataset is first cleaned for Zarr v3 (text as NumPy ``StringDType``,
     attributes as plain JSON, no inherited encodings; see *Notes*), written
     to a hidden temporary folder next to ``path``, marked complete, and then
     renamed into place.  If anything fails, the temporary folder is removed
@@ -72,11 +72,11 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
     -----
     Cleaning done before writing, on a copy:
 
-    * text variables and coordinates (NumPy ``<U``, NumPy ``StringDType``,
-      pandas string dtypes) become ``object`` arrays of Python ``str``, which
-      Zarr v3 stores as variable-length UTF-8; fixed-width ``<U`` arrays have
-      no Zarr v3 specification and ``None`` would silently become ``""``, so
-      text with missing values is refused;
+    * text variables and coordinates (NumPy ``<U``, ``object`` arrays of
+      ``str``, pandas string dtypes) become NumPy ``StringDType``, which Zarr
+      v3 stores as variable-length UTF-8 and gives back as such; fixed-width
+      ``<U`` arrays have no Zarr v3 specification and ``None`` would silently
+      become ``""``, so text with missing values is refused;
     * attributes of the dataset and of every variable become plain JSON:
       NumPy scalars and arrays turn into Python numbers and lists, NaN and
       infinities into ``None``, paths and datetimes into strings;

@@ -68,9 +68,9 @@ def open_results(path: PathLike) -> xr.Dataset:
     xarray.Dataset
         The results, loaded (NumPy-backed; ``.load()`` is a no-op), detached
         from the folder: overwriting or deleting the store afterwards does not
-        change it.  Text comes back as ``object`` arrays of Python ``str`` (as
-        it was saved); plain ``xr.open_zarr`` gives NumPy ``StringDType``
-        instead.
+        change it.  Text coordinates are NumPy ``StringDType``, as in the
+        Dataset :func:`pickscale.score` returns and as plain ``xr.open_zarr``
+        gives them.
 
     Raises
     ------

@@ -281,7 +281,7 @@ def test_store_round_trip(trap_run, saved):
         assert a.dtype == b.dtype, (name, a.dtype, b.dtype)
         if a.dtype.kind == "f":
             assert a.tobytes() == b.tobytes(), name
-        elif a.dtype.kind == "O":
+        elif a.dtype.kind in "OT":
             assert all(type(x) is str for x in b.ravel()), name
             same = a.tolist() == b.tolist()
             assert same, name

@@ -221,7 +221,7 @@ def test_worker_killed_mid_run_completes_identically(big, cluster, run_b, exchan
     for name, var in want_ds.variables.items():
         a, b = np.asarray(var.values), np.asarray(result["ds"][name].values)
         assert a.dtype == b.dtype and a.shape == b.shape, name
-        assert (a.tobytes() == b.tobytes()) if a.dtype.kind != "O" else a.tolist() == b.tolist(), name
+        assert (a.tobytes() == b.tobytes()) if a.dtype.kind not in "OT" else a.tolist() == b.tolist(), name
 
     # The nanny replaced the worker; the cluster is whole again.
     client.wait_for_workers(2, timeout=60)
@@ -561,7 +561,7 @@ def test_store_written_by_this_version_reopens_with_identical_values(run_a, tmp_
     for name, var in want.variables.items():
         a, b = np.asarray(var.values), np.asarray(got[name].values)
         assert (a.dtype, a.shape, var.dims) == (b.dtype, b.shape, got[name].dims), name
-        same = a.tolist() == b.tolist() if a.dtype.kind == "O" else a.tobytes() == b.tobytes()
+        same = a.tolist() == b.tolist() if a.dtype.kind in "OT" else a.tobytes() == b.tobytes()
         assert same, name
         assert got[name].attrs == var.attrs, name
     attrs = {k: v for k, v in got.attrs.items() if k not in ("pickscale_complete", "pickscale_schema")}

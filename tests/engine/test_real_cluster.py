@@ -83,7 +83,7 @@ def test_score_on_a_real_cluster_equals_a_local_run(scheduler_address, tmp_path)
     assert set(remote.variables) == set(local.variables)
     for name in local.variables:
         assert remote[name].dtype == local[name].dtype, name
-        if local[name].dtype == object:
+        if local[name].dtype.kind in "OT":
             assert remote[name].values.tolist() == local[name].values.tolist(), name
         else:
             assert np.array_equal(remote[name].values, local[name].values,

@@ -442,7 +442,7 @@ def assert_same_results(a, b, *, attrs: bool = True) -> None:
         assert xa.shape == xb.shape, name
         if xa.dtype.kind == "f":
             assert xa.tobytes() == xb.tobytes(), f"{name}: float bits differ"
-        elif xa.dtype.kind == "O":
+        elif xa.dtype.kind in "OT":  # text: compare values (object or StringDType)
             same = xa.tolist() == xb.tolist()
             assert same, f"{name}: values differ"
             assert all(type(v) is str for v in xa.ravel()), name

@@ -56,7 +56,7 @@ def fingerprint(ds) -> dict:
     out = {}
     for name, var in ds.variables.items():
         values = np.asarray(var.values)
-        data = repr(values.tolist()) if values.dtype.kind == "O" else values.tobytes()
+        data = repr(values.tolist()) if values.dtype.kind in "OT" else values.tobytes()
         out[name] = (var.dims, str(values.dtype), data)
     attrs = {k: v for k, v in ds.attrs.items() if k not in ("pickscale_complete", "pickscale_schema")}
     out["<attrs>"] = json.dumps(attrs, sort_keys=True)
