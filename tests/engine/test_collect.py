@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from pickscale.engine.collect import RemoteFields, bring_back
+from pickscale.engine.collect import RemoteFields, _batches, bring_back
 from pickscale.kernel import PER_STATION, Partial, combine_partials, score_station
 from pickscale.options import Options
 from tests.helpers.checks import start_cluster
@@ -35,7 +35,11 @@ def test_fields_are_fetched_when_taken_and_the_partial_is_then_released():
     try:
         total = client.submit(combine_partials, _partial(), pure=False)
         key = total.key
-        back = bring_back(total, client)
+        whole = bring_back(total, client)  # small: gathered whole, in one round trip
+        assert all(isinstance(s.fields, dict) for s in whole.stacks.values())
+        assert all(whole.stacks[d].fields["matched"].tobytes() == s.fields["matched"].tobytes()
+                   for d, s in expected.stacks.items())
+        back = bring_back(total, client, batch_bytes=300)  # as if large: fields fetched in small batches
         del total  # the client's own handle: what is left is the fields' hold
         for d, stack in expected.stacks.items():
             got = back.stacks[d]
@@ -58,3 +62,10 @@ def test_fields_are_fetched_when_taken_and_the_partial_is_then_released():
     finally:
         client.close()
         cluster.close()
+
+
+def test_batches_keep_field_order_and_hold_at_most_the_limit():
+    sizes = {"a": 10, "b": 50, "c": 45, "d": 200, "e": 5, "f": 95}
+    assert _batches(sizes, 100) == [["a", "b"], ["c"], ["d"], ["e", "f"]]
+    assert _batches(sizes, 1) == [[n] for n in sizes]  # a field larger than the limit is a batch of its own
+    assert _batches({}, 100) == []
