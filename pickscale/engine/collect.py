@@ -1,45 +1,164 @@
-"""The combined results brought from the cluster to the client, a batch of station fields at a time.
+"""The reduction's top pieces brought to the client and joined there, a batch of station fields at a time.
 
-The reduction tree leaves one :class:`~pickscale.kernel.Partial` on a worker: every station's counts,
-about 13 kB a station with three models.  Gathered whole, the client would hold it twice while it arrives
-(the message and the arrays made from it) and once more while laying it out.  So a large partial comes
-in two steps: first without its station fields (keys, pairs and fine curves), then the fields in batches
-of at most :data:`BATCH_BYTES`, each fetched when :func:`pickscale.results.assemble` takes its first field
-and dropped as the fields are laid out.  The client then holds the laid-out results plus one batch.
-A partial of at most :data:`BATCH_BYTES` of station fields is gathered whole, in one round trip.
+The reduction tree stops at up to :data:`~pickscale.kernel.stacks.FAN_IN` pieces
+(:func:`~pickscale.engine.graph.reduce_stage`): combined into one on a worker, every station's counts (about
+13 kB a station with three models) would be held there twice, the pieces and their concatenation.  Gathered
+whole, the client would also hold them twice while they arrive (the messages and the arrays made from them)
+and once more while laying them out.  So the pieces come in two steps: first without their station fields
+(keys, pairs and fine curves), then the fields in batches of at most :data:`BATCH_BYTES`, each fetched when
+:func:`pickscale.results.assemble` takes its first field and dropped as the fields are laid out.  The
+pieces are joined field by field (:class:`JoinedFields`); a station whose time blocks ended in several
+pieces is merged here by the kernel's rules (:func:`~pickscale.kernel.merge_results`), as the reduction
+would have.  Pieces with at most :data:`BATCH_BYTES` of station fields in all are gathered whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..kernel import Partial, StationStack
+from ..kernel import Partial, StationStack, merge_results, summed_fine
 
-__all__ = ["bring_back", "BATCH_BYTES"]
+__all__ = ["bring_back", "join", "BATCH_BYTES"]
 
 #: The most station-field bytes fetched in one round trip (and held in transit on the client).
 BATCH_BYTES = 64 * 2**20
 
+_MISSING: Any = object()
 
-def bring_back(total: Any, client: Any, *, batch_bytes: int = BATCH_BYTES) -> Partial:
-    """The combined partial on the client; on a cluster, a large one's station fields are fetched when read.
 
-    ``total`` is the partial itself (local scheduler) or its future (a cluster).  The future is
-    released once every field has been taken (or the returned partial is dropped).
+def bring_back(tops: Sequence[Any], client: Any, *, batch_bytes: int = BATCH_BYTES) -> Partial:
+    """The reduction's top pieces joined into one partial on the client.
+
+    ``tops`` are the pieces themselves (local scheduler) or their futures (a cluster).  On a cluster,
+    large pieces' station fields are fetched when read; each piece's future is released once every one
+    of its fields has been taken (or the returned partial is dropped).
     """
     if client is None:
-        return total
-    sizes = client.submit(_field_sizes, total, pure=False, retries=3).result()
-    if sum(n for per in sizes.values() for n in per.values()) <= batch_bytes:
-        return total.result()
-    skeleton = client.submit(_without_fields, total, pure=False, retries=3).result()
-    for d, stack in skeleton.stacks.items():
-        fields = RemoteFields(client, total, d, _batches(sizes[d], batch_bytes))
-        skeleton.stacks[d] = StationStack(keys=stack.keys, fields=fields, pair_key=stack.pair_key, pairs=stack.pairs)
-    return skeleton
+        return join(list(tops), lambda i, d, rows: tops[i].stacks[d].take(rows))
+    sizes = client.gather([client.submit(_field_sizes, t, pure=False, retries=3) for t in tops])
+    if sum(n for piece in sizes for per in piece.values() for n in per.values()) <= batch_bytes:
+        pieces = client.gather(list(tops))
+        return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows))
+    skeletons = client.gather([client.submit(_without_fields, t, pure=False, retries=3) for t in tops])
+    for top, skeleton, piece_sizes in zip(tops, skeletons, sizes):
+        for d, stack in skeleton.stacks.items():
+            stack.fields = RemoteFields(client, top, d, _batches(piece_sizes[d], batch_bytes))
+
+    def take(i: int, d: int, rows: np.ndarray) -> StationStack:
+        return client.submit(_rows, tops[i], d, rows, pure=False, retries=3).result()
+
+    return join(skeletons, take)
+
+
+def join(pieces: Sequence[Partial], take: Callable[[int, int, np.ndarray], StationStack]) -> Partial:
+    """One partial from the reduction's pieces, as :func:`~pickscale.kernel.combine_partials` would give.
+
+    The station fields are joined when read (:class:`JoinedFields`).  ``take(i, d, rows)`` gives the
+    rows ``rows`` of piece ``i``'s stack of dataset code ``d`` whole (fields and pairs): it is used for
+    the stations found in several pieces (a station cut into time blocks), merged here.
+    """
+    stacks: dict[int, StationStack] = {}
+    for d in sorted({d for piece in pieces for d in piece.stacks}):
+        have = [(i, piece.stacks[d]) for i, piece in enumerate(pieces) if d in piece.stacks]
+        stacks[d] = have[0][1] if len(have) == 1 else _joined(d, have, take)
+    return Partial(stacks=stacks, fine=summed_fine(pieces))
+
+
+def _joined(d: int, have: list[tuple[int, StationStack]],
+            take: Callable[[int, int, np.ndarray], StationStack]) -> StationStack:
+    keys, counts = np.unique(np.concatenate([s.keys for _, s in have]), return_counts=True)
+    repeated = keys[counts > 1]
+    parts: list[tuple[MutableMapping[str, np.ndarray], np.ndarray | None]] = []
+    key_parts, pair_keys, pair_parts = [], [], []
+    merged: dict[int, list[Any]] = {}
+    for i, s in have:
+        split = np.isin(s.keys, repeated)
+        kept = np.flatnonzero(~split)
+        parts.append((s.fields, None if kept.size == s.keys.size else kept))
+        key_parts.append(s.keys[kept])
+        pairs_kept = ~np.isin(s.pair_key, repeated)
+        pair_keys.append(s.pair_key[pairs_kept])
+        pair_parts.append({name: values[pairs_kept] for name, values in s.pairs.items()})
+        if split.any():
+            rows = take(i, d, np.flatnonzero(split))
+            for j, key in enumerate(rows.keys.tolist()):
+                merged.setdefault(key, []).append(rows.result(j))
+    if merged:  # the few stations cut into time blocks that ended in different pieces
+        blocks = StationStack.of([(key, merge_results(results)) for key, results in sorted(merged.items())])
+        parts.append((blocks.fields, None))
+        key_parts.append(blocks.keys)
+        pair_keys.append(blocks.pair_key)
+        pair_parts.append(blocks.pairs)
+    all_keys = np.concatenate(key_parts)
+    order = np.argsort(all_keys, kind="stable")
+    # Pairs follow their station: a stable sort by key keeps each station's canonical order.
+    pair_key = np.concatenate(pair_keys)
+    p_order = np.argsort(pair_key, kind="stable")
+    return StationStack(keys=all_keys[order], fields=JoinedFields(parts, order), pair_key=pair_key[p_order],
+                        pairs={name: np.concatenate([p[name] for p in pair_parts])[p_order] for name in pair_parts[0]})
+
+
+class JoinedFields(MutableMapping[str, np.ndarray]):
+    """Station fields of several pieces (each with the rows it keeps), in one station order when read.
+
+    ``pop`` takes each piece's field out as it is placed, so a piece's arrays are released (or, fetched
+    from the cluster, never held more than a batch at a time) while the joined field is built.
+    """
+
+    def __init__(self, parts: list[tuple[MutableMapping[str, np.ndarray], np.ndarray | None]],
+                 order: np.ndarray) -> None:
+        self._parts = parts
+        self._names = list(parts[0][0])
+        # Where each piece's rows go: row r of the concatenation lands at position[r].
+        position = np.empty(order.size, dtype=np.int64)
+        position[order] = np.arange(order.size, dtype=np.int64)
+        self._position = position
+
+    def _build(self, name: str, get: Callable[[MutableMapping[str, np.ndarray], str], np.ndarray]) -> np.ndarray:
+        out: np.ndarray | None = None
+        start = 0
+        for fields, rows in self._parts:
+            block = get(fields, name)
+            if rows is not None:
+                block = block[rows]
+            if out is None:
+                out = np.empty((self._position.size,) + block.shape[1:], dtype=block.dtype)
+            out[self._position[start:start + block.shape[0]]] = block
+            start += block.shape[0]
+            del block
+        assert out is not None and start == self._position.size
+        return out
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._build(name, lambda fields, n: fields[n])
+
+    def pop(self, name: str, default: Any = _MISSING) -> Any:
+        if name not in self._names:
+            if default is _MISSING:
+                raise KeyError(name)
+            return default
+        out = self._build(name, lambda fields, n: fields.pop(n))
+        self._names.remove(name)
+        return out
+
+    def __setitem__(self, name: str, values: np.ndarray) -> None:
+        raise TypeError("joined station fields are read-only")
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        for fields, _ in self._parts:
+            del fields[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def _batches(sizes: dict[str, int], limit: int) -> list[list[str]]:
@@ -56,10 +175,10 @@ def _batches(sizes: dict[str, int], limit: int) -> list[list[str]]:
 
 
 class RemoteFields(MutableMapping[str, np.ndarray]):
-    """One dataset's station fields, left on the cluster until read, fetched a batch at a time.
+    """One piece's station fields of one dataset, left on the cluster until read, fetched a batch at a time.
 
     A field taken out (``pop`` or ``del``) is no longer held here; once every field is taken the
-    partial's future is dropped too, so the cluster can free it.
+    piece's future is dropped too, so the cluster can free it.
     """
 
     def __init__(self, client: Any, total: Any, dataset: int, batches: list[list[str]]) -> None:
@@ -84,7 +203,7 @@ class RemoteFields(MutableMapping[str, np.ndarray]):
         self._names.remove(name)
         self._fetched.pop(name, None)
         if not self._names:
-            self._total = None  # the last field taken: the cluster may free the partial
+            self._total = None  # the last field taken: the cluster may free the piece
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._names))
@@ -93,18 +212,22 @@ class RemoteFields(MutableMapping[str, np.ndarray]):
         return len(self._names)
 
 
-def _field_sizes(total: Partial) -> dict[int, dict[str, int]]:
+def _field_sizes(piece: Partial) -> dict[int, dict[str, int]]:
     """Per dataset code, the bytes of each station field (in field order)."""
-    return {d: {name: int(values.nbytes) for name, values in s.fields.items()} for d, s in total.stacks.items()}
+    return {d: {name: int(values.nbytes) for name, values in s.fields.items()} for d, s in piece.stacks.items()}
 
 
-def _without_fields(total: Partial) -> Partial:
-    """``total`` without its station fields: keys, pairs and fine curves (what the client receives first)."""
+def _without_fields(piece: Partial) -> Partial:
+    """``piece`` without its station fields: keys, pairs and fine curves (what the client receives first)."""
     stacks = {d: StationStack(keys=s.keys, fields={}, pair_key=s.pair_key, pairs=s.pairs)
-              for d, s in total.stacks.items()}
-    return Partial(stacks=stacks, fine=total.fine)
+              for d, s in piece.stacks.items()}
+    return Partial(stacks=stacks, fine=piece.fine)
 
 
-def _fields(total: Partial, dataset: int, names: list[str]) -> dict[str, np.ndarray]:
-    fields = total.stacks[dataset].fields
+def _fields(piece: Partial, dataset: int, names: list[str]) -> dict[str, np.ndarray]:
+    fields = piece.stacks[dataset].fields
     return {name: fields[name] for name in names}
+
+
+def _rows(piece: Partial, dataset: int, rows: np.ndarray) -> StationStack:
+    return piece.stacks[dataset].take(rows)

@@ -87,12 +87,17 @@ def tree_reduce(items: list[Any], combine: Any) -> Any:
 
     The graph grows like ``len(items)`` and the client receives one result.
     """
+    return tree_reduce_to(items, combine, top=1)[0]
+
+
+def tree_reduce_to(items: list[Any], combine: Any, *, top: int) -> list[Any]:
+    """:func:`tree_reduce` stopped once at most ``top`` results are left (the tree's top pieces, in order)."""
     level = list(items)
     if not level:
-        return delayed(combine)()
-    while len(level) > 1:
+        return [delayed(combine)()]
+    while len(level) > top:
         level = [delayed(combine)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
-    return level[0]
+    return level
 
 
 def _local() -> str:
@@ -147,23 +152,27 @@ def persist_stage(tasks: Sequence[Any], client: Any, *, label: str, progress: bo
         return out
 
 
-def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, progress: bool) -> Any:
-    """``tree_reduce(items, combine)`` computed, with a labelled count of the finished ``items`` when ``progress``.
+def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, progress: bool) -> list[Any]:
+    """The top pieces of ``tree_reduce(items, combine)`` (at most ``FAN_IN``), computed; a labelled count of
+    the finished ``items`` when ``progress``.
 
+    The tree's last combination is left out: the pieces are joined where they are used
+    (:mod:`~pickscale.engine.collect`), so no worker holds every result twice while combining them.
     ``items`` is emptied once submitted (the caller keeps no handle on intermediate data).  On a cluster
     the items are submitted as futures and the tree is built over them, so ``as_completed`` can count
-    them; the tree and its order — hence every number — are the same.  On a cluster the result stays
-    there: what is returned is its future, which :mod:`~pickscale.engine.collect` brings back in pieces.
+    them; the tree and its order — hence every number — are the same.  On a cluster the pieces stay
+    there: what is returned is their futures, which :mod:`~pickscale.engine.collect` brings back in batches.
     """
     if client is not None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
             futures = client.compute(list(items), retries=3)
             items.clear()
-            total = client.compute(tree_reduce([delayed(f) for f in futures], combine), retries=3)
+            tops = client.compute(tree_reduce_to([delayed(f) for f in futures], combine, top=FAN_IN), retries=3)
         if not progress:
-            wait_for(total)
-            return total
+            for top in tops:
+                wait_for(top)
+            return tops
         from distributed import as_completed
 
         from .progress import Stage
@@ -173,18 +182,19 @@ def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, pro
             del futures  # as_completed holds each future until it is counted; the tree holds what it needs
             for _ in counting:
                 stage.update()
-            wait_for(total)
-        return total
-    if not progress or not items:
-        return compute([tree_reduce(items, combine)], client, label=label, progress=False, release=True)[0]
+            for top in tops:
+                wait_for(top)
+        return tops
+    job = tree_reduce_to(items, combine, top=FAN_IN)
+    keys = {t.key for t in items}
+    items.clear()
+    if not progress or not keys:
+        return list(dask.compute(*job, scheduler=_local()))
     from .progress import Stage
 
-    with Stage(label, len(items)) as stage:
-        keys = {t.key for t in items}
-        job = [tree_reduce(items, combine)]
-        items.clear()
+    with Stage(label, len(keys)) as stage:
         with _Counting(keys, stage):
-            return dask.compute(*job)[0]
+            return list(dask.compute(*job))
 
 
 def wait_for(future: Any) -> None:

@@ -257,9 +257,10 @@ def score(
     # Drop the client's handles on the read parts (the graphs of `partials` hold them too): once the job
     # is submitted, only the scheduler keeps each part, and frees it as soon as it has been moved.
     del pick_parts
-    total = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=progress)
+    tops = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=progress)
     del partials
-    total = bring_back(total, client)  # on a cluster, the station fields stay there until laid out
+    total = bring_back(tops, client)  # joined here; on a cluster, the station fields stay there until laid out
+    del tops
 
     # 5. Finalize on the client: one partial of arrays, in canonical order.
     from ..results import assemble

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .blocks import block_of, candidate_cuts, cut_points
 from .combine import FIELDS, PAIR_KEY, PER_STATION, Kind, add_fine, finalize, merge, of_kind, pair_order
 from .matching import greedy_match, match_sorted, priority_rank, range_max, range_min, windows
-from .stacks import FAN_IN, Partial, StationStack, combine_partials
+from .stacks import FAN_IN, Partial, StationStack, combine_partials, summed_fine
 from .station import StationResult, calibration_bin, level, merge_results, score_station
 
 __all__ = [
@@ -46,5 +46,6 @@ __all__ = [
     "StationStack",
     "Partial",
     "combine_partials",
+    "summed_fine",
     "FAN_IN",
 ]

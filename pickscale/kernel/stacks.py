@@ -37,7 +37,7 @@ import numpy as np
 from .combine import PER_STATION, Kind, add_fine, of_kind
 from .station import StationResult, merge_results
 
-__all__ = ["StationStack", "Partial", "combine_partials", "FAN_IN"]
+__all__ = ["StationStack", "Partial", "combine_partials", "summed_fine", "FAN_IN"]
 
 #: Partials combined per reduction task.
 FAN_IN = 8
@@ -126,10 +126,11 @@ class StationStack:
             first, *others = np.flatnonzero(self.keys == k).tolist()
             merged.append((int(k), merge_results([self.result(first)]
                                                  + [self.result(i, with_pairs=False) for i in others])))
-        rest = self._take(np.flatnonzero(~rows))
+        rest = self.take(np.flatnonzero(~rows))
         return StationStack.concat([rest, StationStack.of(merged)])
 
-    def _take(self, rows: np.ndarray) -> StationStack:
+    def take(self, rows: np.ndarray) -> StationStack:
+        """The stack of rows ``rows`` (ascending): their fields and every pair of their stations."""
         keep = np.isin(self.pair_key, self.keys[rows])
         return StationStack(keys=self.keys[rows], fields={n: v[rows] for n, v in self.fields.items()},
                             pair_key=self.pair_key[keep], pairs={n: v[keep] for n, v in self.pairs.items()})
@@ -157,10 +158,17 @@ class Partial:
 def combine_partials(*partials: Partial) -> Partial:
     """Combine partials (one node of the reduction tree): stations stacked, blocks merged, fine curves summed."""
     stacks: dict[int, list[StationStack]] = {}
-    fine: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for p in partials:
         for d, s in p.stacks.items():
             stacks.setdefault(d, []).append(s)
+    return Partial(stacks={d: StationStack.concat(ss) for d, ss in sorted(stacks.items())},
+                   fine=summed_fine(partials))
+
+
+def summed_fine(partials: Iterable[Partial]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per dataset code, the partials' fine curves summed."""
+    fine: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for p in partials:
         for d, (fe, fm) in p.fine.items():
             fine[d] = add_fine(fine[d], (fe, fm)) if d in fine else (fe, fm)
-    return Partial(stacks={d: StationStack.concat(ss) for d, ss in sorted(stacks.items())}, fine=fine)
+    return fine

@@ -52,6 +52,9 @@ class DatasetCounts:
     columns: np.ndarray | None = None
 
 
+_MISSING: Any = object()
+
+
 class StationLast(MutableMapping[str, np.ndarray]):
     """A stack's fields (station axis first) read with the station axis last, as views.
 
@@ -71,6 +74,14 @@ class StationLast(MutableMapping[str, np.ndarray]):
 
     def __delitem__(self, name: str) -> None:
         del self._fields[name]
+
+    def pop(self, name: str, default: Any = _MISSING) -> Any:
+        """The field taken out of the stack (by the stack's own ``pop``, which may release it as it goes)."""
+        if name not in self._fields:
+            if default is _MISSING:
+                raise KeyError(name)
+            return default
+        return np.moveaxis(self._fields.pop(name), 0, -1)
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._fields))
