@@ -43,9 +43,12 @@ def bring_back(tops: Sequence[Any], client: Any, *, batch_bytes: int = BATCH_BYT
         pieces = client.gather(list(tops))
         return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows))
     skeletons = client.gather([client.submit(_without_fields, t, pure=False, retries=3) for t in tops])
+    # A field is read from every piece in turn: each piece's share of the batch, so that at most
+    # batch_bytes are in transit in all (or one field of one piece, if larger).
+    share = max(1, batch_bytes // len(tops))
     for top, skeleton, piece_sizes in zip(tops, skeletons, sizes):
         for d, stack in skeleton.stacks.items():
-            stack.fields = RemoteFields(client, top, d, _batches(piece_sizes[d], batch_bytes))
+            stack.fields = RemoteFields(client, top, d, _batches(piece_sizes[d], share))
 
     def take(i: int, d: int, rows: np.ndarray) -> StationStack:
         return client.submit(_rows, tops[i], d, rows, pure=False, retries=3).result()
@@ -56,7 +59,8 @@ def bring_back(tops: Sequence[Any], client: Any, *, batch_bytes: int = BATCH_BYT
 def join(pieces: Sequence[Partial], take: Callable[[int, int, np.ndarray], StationStack]) -> Partial:
     """One partial from the reduction's pieces, as :func:`~pickscale.kernel.combine_partials` would give.
 
-    The station fields are joined when read (:class:`JoinedFields`).  ``take(i, d, rows)`` gives the
+    The pieces' arrays are taken, not copied: their pairs are taken out of them, and their station
+    fields as the joined fields are read (:class:`JoinedFields`).  ``take(i, d, rows)`` gives the
     rows ``rows`` of piece ``i``'s stack of dataset code ``d`` whole (fields and pairs): it is used for
     the stations found in several pieces (a station cut into time blocks), merged here.
     """
@@ -79,9 +83,9 @@ def _joined(d: int, have: list[tuple[int, StationStack]],
         kept = np.flatnonzero(~split)
         parts.append((s.fields, None if kept.size == s.keys.size else kept))
         key_parts.append(s.keys[kept])
-        pairs_kept = ~np.isin(s.pair_key, repeated)
-        pair_keys.append(s.pair_key[pairs_kept])
-        pair_parts.append({name: values[pairs_kept] for name, values in s.pairs.items()})
+        pairs_kept = ~np.isin(s.pair_key, repeated) if repeated.size else None
+        pair_keys.append(s.pair_key if pairs_kept is None else s.pair_key[pairs_kept])
+        pair_parts.append(s.pairs if pairs_kept is None else {n: v[pairs_kept] for n, v in s.pairs.items()})
         if split.any():
             rows = take(i, d, np.flatnonzero(split))
             for j, key in enumerate(rows.keys.tolist()):
@@ -97,8 +101,10 @@ def _joined(d: int, have: list[tuple[int, StationStack]],
     # Pairs follow their station: a stable sort by key keeps each station's canonical order.
     pair_key = np.concatenate(pair_keys)
     p_order = np.argsort(pair_key, kind="stable")
+    # Each pair array joined in turn, the pieces' own taken out as it goes (the pairs held once, plus one array).
+    pairs = {name: np.concatenate([p.pop(name) for p in pair_parts])[p_order] for name in list(pair_parts[0])}
     return StationStack(keys=all_keys[order], fields=JoinedFields(parts, order), pair_key=pair_key[p_order],
-                        pairs={name: np.concatenate([p[name] for p in pair_parts])[p_order] for name in pair_parts[0]})
+                        pairs=pairs)
 
 
 class JoinedFields(MutableMapping[str, np.ndarray]):

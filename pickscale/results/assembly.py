@@ -158,7 +158,8 @@ def counts_from_stack(
     # Pairs grouped by station in key order: regroup them in name order, each station's order kept.
     pair_station = columns[np.searchsorted(stack.keys, stack.pair_key)]
     p_order = np.argsort(pair_station, kind="stable")
-    pairs = {name.removeprefix("pair_"): stack.pairs[name][p_order] for name in PAIR_KEY} if names.size else {}
+    # Taken out of the stack one by one, so the pairs are held once plus one array in transit.
+    pairs = {name.removeprefix("pair_"): stack.pairs.pop(name)[p_order] for name in PAIR_KEY} if names.size else {}
     if names.size:
         pairs["station"] = pair_station[p_order].astype(np.int32)
     shape = (len(models), 2, options.fine.size)
