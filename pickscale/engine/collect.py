@@ -135,7 +135,8 @@ class JoinedFields(MutableMapping[str, np.ndarray]):
             out[self._position[start:start + block.shape[0]]] = block
             start += block.shape[0]
             del block
-        assert out is not None and start == self._position.size
+        if out is None or start != self._position.size:
+            raise RuntimeError(f"internal error: the pieces' rows of {name!r} do not make up the joined stations")
         return out
 
     def __getitem__(self, name: str) -> np.ndarray:

@@ -59,8 +59,8 @@ class StationLast(MutableMapping[str, np.ndarray]):
     """A stack's fields (station axis first) read with the station axis last, as views.
 
     Taking a field out (``pop``) takes it out of the stack too, so the stack's
-    arrays are released one by one as they are laid out (and a stack whose
-    fields are fetched when read is fetched one field at a time).
+    arrays are released one by one as they are laid out (and the fields of
+    pieces left on a cluster are fetched a batch at a time, :mod:`pickscale.engine.collect`).
     """
 
     def __init__(self, fields: MutableMapping[str, np.ndarray]) -> None:
