@@ -14,11 +14,11 @@ from typing import Any
 __version__ = "0.1.0"
 
 from .errors import InputError, OptionsError, PickscaleError, PickscaleWarning, StoreError  # noqa: E402
-from .report.tables import tables  # noqa: E402  (light: xarray is imported on use)
 
 # The public functions are loaded on first use (PEP 562): a Dask worker that
 # unpickles a task of `pickscale.engine.parts` then never imports xarray, zarr or
-# matplotlib, and `pickscale --help` answers at once.
+# matplotlib, `pickscale --help` answers at once, and the command catches a
+# Ctrl-C while the heavy modules load.
 _LAZY = {
     "score": "engine",
     "extend": "engine",
@@ -27,6 +27,7 @@ _LAZY = {
     "open_results": "store",
     "save": "store",
     "bootstrap": "results",
+    "tables": "report.tables",
 }
 
 __all__ = [

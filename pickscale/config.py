@@ -1,10 +1,13 @@
 """Study files: a scoring run described in TOML (read with ``tomllib``, data only).
 
 Keys: ``reference``, ``picks``, ``out`` (paths relative to the file),
-``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``, ``tols``,
+``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``, ``tols``, ``time_bin``,
 ``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``,
-``block_picks``, ``coverage`` (a path, relative to the file, in ``[inputs]`` or at the top),
-``group_by`` and ``stations`` (SPEC §14; a path, relative to the file).
+``scheduler_file`` (a path, relative to the file), ``block_picks``,
+``coverage`` (a path, relative to the file, in ``[inputs]`` or at the top),
+``group_by`` and ``stations`` (SPEC §14; a path, relative to the file), ``storage_options`` (a table,
+given to fsspec for inputs on object storage: ``storage_options = {endpoint_url = "http://…"}`` or a
+``[storage_options]`` table).
 Options may also sit in an ``[options]`` table and the cluster keys in a
 ``[cluster]`` table.  An unknown key is an error, so a typo never silently
 falls back to a default.
@@ -23,15 +26,18 @@ __all__ = ["load_config", "KEYS"]
 KEYS: dict[str, type | tuple[type, ...]] = {
     "reference": str, "picks": str, "out": str,
     "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": (int, list), "ci": float,
+    "time_bin": str,
     "tols": list, "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
     "manual_only": bool, "station_key": str, "columns": str, "coverage": str,
-    "workers": int, "scheduler": str, "block_picks": int, "group_by": str, "stations": str,
+    "workers": int, "scheduler": str, "scheduler_file": str, "block_picks": int, "group_by": str, "stations": str,
+    "storage_options": dict,  # passed to fsspec for inputs given as URLs (endpoint_url, key, secret, anon …)
 }
-_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns", "coverage", "stations"),
+_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns", "coverage", "stations",
+                      "storage_options"),
            "output": ("out", "overwrite"),
            "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid", "ci",
-                       "tols", "group_by"),
-           "cluster": ("workers", "scheduler", "block_picks")}
+                       "tols", "group_by", "time_bin"),
+           "cluster": ("workers", "scheduler", "scheduler_file", "block_picks")}
 
 
 def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
@@ -45,6 +51,8 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     >>> load_config(f)[0]
     {'reference': 'ref.csv', 'tol': 0.25}
     """
+    from .io.text import cut, quote  # what a message quotes from the file is cut short
+
     p = Path(path)
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -57,33 +65,39 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     except UnicodeDecodeError as exc:
         raise OptionsError(f"config file {p} is not UTF-8 text (byte {exc.start}); a study file is TOML.") from None
     except tomllib.TOMLDecodeError as exc:
-        raise OptionsError(f"config file {p} is not valid TOML: {exc}.") from None
+        raise OptionsError(f"config file {p} is not valid TOML: {cut(exc, limit=200)}.") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables by recursion
+        raise OptionsError(f"config file {p} nests arrays or tables too deeply to be read; a study file holds "
+                           "a few tables of plain values.") from None
+    except MemoryError:
+        raise OptionsError(f"config file {p} is too large to be read; a study file holds a few tables of plain "
+                           "values.") from None
     flat: dict[str, Any] = {}
     for key, value in raw.items():
         if key in _TABLES and not isinstance(value, dict):
             raise OptionsError(f"config file {p}: {key!r} should be a table ([{key}]) holding "
-                               f"{', '.join(_TABLES[key])}; got {value!r}.")
+                               f"{', '.join(_TABLES[key])}; got {quote(value)}.")
         if key in _TABLES:
             for sub, v in value.items():
                 if sub not in _TABLES[key]:
-                    raise OptionsError(f"config file {p}: unknown key [{key}] {sub!r}; "
+                    raise OptionsError(f"config file {p}: unknown key [{key}] {quote(sub)}; "
                                        f"allowed there: {', '.join(_TABLES[key])}.")
                 if sub in flat:
-                    raise OptionsError(f"config file {p}: {sub!r} is given twice (at the top and in [{key}]).")
+                    raise OptionsError(f"config file {p}: {quote(sub)} is given twice (at the top and in [{key}]).")
                 flat[sub] = v
         elif key in KEYS:
             if key in flat:
                 raise OptionsError(f"config file {p}: {key!r} is given twice (at the top and in a table).")
             flat[key] = value
         else:
-            raise OptionsError(f"config file {p}: unknown key {key!r}; known keys: {', '.join(sorted(KEYS))}.")
+            raise OptionsError(f"config file {p}: unknown key {quote(key)}; known keys: {', '.join(sorted(KEYS))}.")
     for key, value in flat.items():
         declared = KEYS[key]
         wants: tuple[type, ...] = declared if isinstance(declared, tuple) else (declared,)
         ok = any(isinstance(value, want) or (want is float and isinstance(value, int)) for want in wants)
         if not ok or (isinstance(value, bool) and bool not in wants):
             names = " or ".join(want.__name__ for want in wants)
-            raise OptionsError(f"config file {p}: {key} should be a {names}, got {value!r}.")
+            raise OptionsError(f"config file {p}: {key} should be a {names}, got {quote(value)}.")
         if isinstance(value, list) and not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            raise OptionsError(f"config file {p}: {key} should be a list of numbers, got {value!r}.")
+            raise OptionsError(f"config file {p}: {key} should be a list of numbers, got {quote(value)}.")
     return flat, p.resolve().parent

@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import OptionsError
 
-__all__ = ["Options", "default_grid", "fine_grid", "PHASES", "N_BINS", "MAX_TOL_S", "MAX_BUDGET"]
+__all__ = ["Options", "default_grid", "fine_grid", "PHASES", "N_BINS", "MAX_TOL_S", "MAX_BUDGET", "MAX_THRESHOLDS"]
 
 #: The two first-arrival phases scored, in the order of the ``phase`` dimension.
 PHASES: tuple[str, str] = ("P", "S")
@@ -369,11 +369,27 @@ def _finite(name: str, value: Any) -> float:
     return out
 
 
+#: The most thresholds a grid may have (SPEC §2): every station keeps counts at each of them (the store grows
+#: with it), and a step of 1e-4 in confidence is already finer than any picker's calibration.
+MAX_THRESHOLDS = 10_000
+
+
 def _checked_grid(values: Sequence[float], threshold: float) -> np.ndarray:
+    try:
+        n = len(values)
+    except TypeError:
+        values = list(values)
+        n = len(values)
+    if n > MAX_THRESHOLDS:
+        raise OptionsError(f"thresholds has {n:,} values; a grid may have at most {MAX_THRESHOLDS:,} "
+                           "(a step of 1e-4 is finer than any picker's calibration).", options=("thresholds",))
     try:
         grid = np.asarray([float(v) for v in values], dtype=np.float64)
     except (TypeError, ValueError):
-        raise OptionsError(f"thresholds must be numbers; got {list(values)!r}.", options=("thresholds",)) from None
+        from .io.text import quote_values
+
+        raise OptionsError(f"thresholds must be numbers; got [{quote_values(values)}].",
+                           options=("thresholds",)) from None
     if grid.size == 0:
         raise OptionsError("thresholds is empty: give at least one confidence threshold in [0, 1].",
                            options=("thresholds",))

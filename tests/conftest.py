@@ -14,6 +14,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# A real S3-compatible server on 127.0.0.1 (moto), its environment, a fresh bucket: see tests/helpers/s3.py.
+from tests.helpers.s3 import s3_bucket, s3_env, s3_server  # noqa: F401
+
 _COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("default", **_COMMON)
 settings.register_profile("thorough", max_examples=1000, **_COMMON)

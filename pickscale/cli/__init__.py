@@ -17,7 +17,6 @@ import warnings
 from collections.abc import Sequence
 
 from ..errors import InputError, OptionsError, PickscaleError, PickscaleWarning  # noqa: F401 (OptionsError: the doctest)
-from .commands import COMMANDS
 from .parser import build_parser
 from .runtime import sigterm_as_interrupt
 from .state import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, Run, Terminated
@@ -84,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Run.reset()
     with sigterm_as_interrupt():
         try:
+            # The commands import pandas, xarray and Dask (about a second): imported here, so that a Ctrl-C
+            # while they load ends as any other interruption does (exit 130, no traceback).
+            from .commands import COMMANDS
+
             return COMMANDS[args.command](args)
         except BrokenPipeError:
             return _closed_pipe()

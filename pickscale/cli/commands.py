@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PickscaleError, StoreError
-from .flow import run_into, write_outputs
+from .flow import is_remote_folder, out_folder, report_remote, run_into, write_outputs
 from .runtime import command_client
 from .state import EXIT_OK
-from .study import ci_level, scoring_options, study_of, whole_number
+from .study import ci_level, scoring_options, study_of, where_to_run, whole_number
 
 __all__ = ["score_command", "demo_command", "report_command", "extend_command", "closing_summary", "COMMANDS"]
 
@@ -28,14 +28,16 @@ def score_command(args: argparse.Namespace) -> int:
 
     def produce(closing: list) -> Any:
         in_process = study.workers is None and small_local_input(study.reference, study.picks)
-        with command_client(study.workers, study.scheduler, closing, in_process=in_process) as client:
+        with command_client(study.workers, study.scheduler, closing, in_process=in_process,
+                            scheduler_file=study.scheduler_file) as client:
             ds = score(study.reference, study.picks, client=client, **study.score_keywords())
         return _with_ci(ds, level)
 
     ds = run_into(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
                   figures=not args.no_figures, quiet=args.quiet)
     if not args.quiet:
-        print(closing_summary(ds, study.out_dir, time.monotonic() - started), file=sys.stderr)
+        print(closing_summary(ds, study.out_dir, time.monotonic() - started, figures=not args.no_figures),
+              file=sys.stderr)
     return EXIT_OK
 
 
@@ -48,8 +50,11 @@ def _with_ci(ds: Any, level: float | None) -> Any:
     return bootstrap(ds, level=level)
 
 
-def closing_summary(ds: Any, out_dir: Path, seconds: float) -> str:
+def closing_summary(ds: Any, out_dir: Path, seconds: float, *, figures: bool = True) -> str:
     """What a run did, in a few lines: rows read, excluded and why, models, stations, wall time, outputs.
+
+    After ``pickscale extend`` the rows read and excluded are the extension's own (its last entry in
+    ``attrs["extensions"]``), and what was scored is the whole store.
 
     Examples
     --------
@@ -60,16 +65,28 @@ def closing_summary(ds: Any, out_dir: Path, seconds: float) -> str:
     >>> print(closing_summary(ds, Path("out"), 12.34))
     summary: read 10 reference row(s) and 2,000 pick row(s); excluded: 5 picks below floor
       scored 1 dataset(s), 2 model(s), 3 station(s) in 12.3 s; outputs in out (results.zarr, tables, figures)
+    >>> ds.attrs["extensions"] = [{"inputs": {"reference": {"rows_read": 4}, "picks": {"rows_read": 30}},
+    ...                            "exclusions": {}}]
+    >>> print(closing_summary(ds, Path("out"), 1.0, figures=False))
+    summary: read 4 reference row(s) and 30 pick row(s) for the extension; nothing excluded
+      the store holds 1 dataset(s), 2 model(s), 3 station(s); 1.0 s; outputs in out (results.zarr, tables)
     """
-    inputs = ds.attrs.get("inputs", {})
+    extensions = ds.attrs.get("extensions") or []
+    facts = extensions[-1] if extensions else ds.attrs
+    inputs = facts.get("inputs", {})
     read = (f"read {inputs.get('reference', {}).get('rows_read', 0):,} reference row(s) and "
-            f"{inputs.get('picks', {}).get('rows_read', 0):,} pick row(s)")
-    out = {k: v for k, v in ds.attrs.get("exclusions", {}).items() if v}
+            f"{inputs.get('picks', {}).get('rows_read', 0):,} pick row(s)" + (" for the extension" if extensions
+                                                                              else ""))
+    out = {k: v for k, v in facts.get("exclusions", {}).items() if v}
     excluded = ("; excluded: " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in out.items())
                 if out else "; nothing excluded")
     sizes = {name: int(ds.sizes.get(name, 0)) for name in ("dataset", "model", "station")}
-    return (f"summary: {read}{excluded}\n  scored {sizes['dataset']} dataset(s), {sizes['model']} model(s), "
-            f"{sizes['station']} station(s) in {seconds:.1f} s; outputs in {out_dir} (results.zarr, tables, figures)")
+    what = "results.zarr, tables, figures" if figures else "results.zarr, tables"
+    scored = (f"the store holds {sizes['dataset']} dataset(s), {sizes['model']} model(s), {sizes['station']} "
+              f"station(s); {seconds:.1f} s" if extensions else
+              f"scored {sizes['dataset']} dataset(s), {sizes['model']} model(s), {sizes['station']} station(s) in "
+              f"{seconds:.1f} s")
+    return f"summary: {read}{excluded}\n  {scored}; outputs in {out_dir} ({what})"
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -79,11 +96,12 @@ def demo_command(args: argparse.Namespace) -> int:
     from ..options import Options
     from ..report.tables import tables
 
-    out_dir = Path(args.out)
+    out_dir = out_folder(args.out)  # a URL is refused before any work
     options = scoring_options(args, {})
     Options(**options)
     level = ci_level(getattr(args, "ci", None))
-    workers = whole_number(args.workers, "--workers")
+    where = where_to_run(args)  # --scheduler, --scheduler-file or --workers, checked
+    workers = where["workers"]
     block_picks = whole_number(args.block_picks, "--block-picks")
 
     def produce(closing: list) -> Any:
@@ -92,7 +110,8 @@ def demo_command(args: argparse.Namespace) -> int:
               "arrivals 0.15 s late; liberal finds more but emits about twice the picks.")
         print(f"inputs: {ref_path} and {picks_path}")
         # The demo is small: it runs in this process unless workers or a scheduler are asked for.
-        with command_client(workers, args.scheduler, closing, in_process=workers is None) as client:
+        with command_client(workers, args.scheduler, closing, in_process=workers is None,
+                            scheduler_file=where["scheduler_file"]) as client:
             ds = score(str(ref_path), str(picks_path), client=client, block_picks=block_picks, **options)
         return _with_ci(ds, level)
 
@@ -111,13 +130,19 @@ def report_command(args: argparse.Namespace) -> int:
     from ..store import open_results
 
     level = ci_level(getattr(args, "ci", None))
-    ds = _with_ci(open_results(args.store), level)  # checked against its manifest and loaded: one snapshot
-    out_dir = Path(args.out) if args.out else Path(args.store).resolve().parent
+    store = out_folder(args.store, what="results store")  # a URL is refused before any work
+    given_out = out_folder(args.out) if args.out else None
+    if is_remote_folder(store) or is_remote_folder(given_out):  # object storage (pickscale[cloud])
+        report_remote(store, given_out, ci=lambda ds: _with_ci(ds, level), overwrite=args.overwrite,
+                      fmt=args.format, figures=not args.no_figures, quiet=args.quiet)
+        return EXIT_OK
+    ds = _with_ci(open_results(store), level)  # checked against its manifest and loaded: one snapshot
+    out_dir = given_out if given_out is not None else store.resolve().parent
     if os.path.lexists(out_dir) and not out_dir.is_dir():
         raise StoreError(f"--out {out_dir} is a file, not a folder.")
     cleanup_output_temporaries(out_dir)
     check_outputs(out_dir, args.overwrite)  # before writing anything: nothing is written on a refusal
-    write_outputs(ds, out_dir, Path(os.path.abspath(args.store)), fmt=args.format, figures=not args.no_figures,
+    write_outputs(ds, out_dir, Path(os.path.abspath(store)), fmt=args.format, figures=not args.no_figures,
                   quiet=args.quiet)
     return EXIT_OK
 
@@ -127,24 +152,29 @@ def extend_command(args: argparse.Namespace) -> int:
     from ..engine.extension import OPTION_NAMES, check_options, extended
     from ..io import check_columns, resolve_sources
     from ..store import open_results, read_root_attrs
+    from ..store.consistency import stored_options
 
-    out_dir = Path(args.dir)
+    out_dir = out_folder(args.dir, what="pickscale extend")  # a URL is refused before any work
     target = out_dir / "results.zarr"
     given = scoring_options(args, {})
     if os.path.isdir(target):  # options and inputs refused before any work (checked again on the store read)
-        options = read_root_attrs(target).get("options")
-        if isinstance(options, dict):
-            check_options(options, given)
+        attrs = read_root_attrs(target)
+        if isinstance(attrs.get("options"), dict):
+            stored_options(target, attrs)  # options that do not parse: the StoreError opening the store gives
+            check_options(attrs["options"], given)
     check_columns(args.columns)
     for flag, source in (("--reference", args.reference), ("--picks", args.picks)):
         try:
             resolve_sources(source)
         except PickscaleError as exc:
             raise type(exc)(f"{flag} {exc}") from None
-    workers = whole_number(args.workers, "--workers")
+    where = where_to_run(args)  # --scheduler, --scheduler-file or --workers, checked
+    workers = where["workers"]
     block_picks = whole_number(args.block_picks, "--block-picks")
+    # station_key: the store's unless given (then it must be the store's: the same station, the same name).
     reading = {"drop_invalid": bool(args.drop_invalid), "manual_only": bool(args.manual_only),
-               "station_key": args.station_key or "as-is", "columns": args.columns}
+               "station_key": args.station_key, "columns": args.columns}
+    level = ci_level(getattr(args, "ci", None))  # --ci LEVEL: intervals at LEVEL; else the store's, if any
     started = time.monotonic()
 
     def produce(closing: list) -> Any:
@@ -152,14 +182,17 @@ def extend_command(args: argparse.Namespace) -> int:
 
         stored = open_results(target)
         in_process = workers is None and small_local_input(args.reference, args.picks)
-        with command_client(workers, args.scheduler, closing, in_process=in_process) as client:
-            return extended(stored, args.reference, args.picks, replace=bool(args.replace), client=client,
-                            block_picks=block_picks, **reading, **{k: given.get(k) for k in OPTION_NAMES})
+        with command_client(workers, args.scheduler, closing, in_process=in_process,
+                            scheduler_file=where["scheduler_file"]) as client:
+            return extended(stored, args.reference, args.picks, replace=bool(args.replace), ci=level,
+                            client=client, block_picks=block_picks, **reading,
+                            **{k: given.get(k) for k in OPTION_NAMES})
 
     ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
                   figures=not args.no_figures, quiet=args.quiet, extend=True)
     if not args.quiet:
-        print(closing_summary(ds, out_dir, time.monotonic() - started), file=sys.stderr)
+        print(closing_summary(ds, out_dir, time.monotonic() - started, figures=not args.no_figures),
+              file=sys.stderr)
     return EXIT_OK
 
 

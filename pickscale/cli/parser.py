@@ -70,6 +70,9 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler, e.g. tcp://host:8786 (or set DASK_SCHEDULER_ADDRESS)")
+    p.add_argument("--scheduler-file", default=None, metavar="FILE",
+                   help="the file an existing Dask scheduler wrote its address to (dask scheduler --scheduler-file "
+                        "FILE, dask-mpi), waited for up to 30 s (or set DASK_SCHEDULER_FILE)")
     p.add_argument("--block-picks", type=int, default=None,
                    help="picks per work unit: busier stations are cut into time blocks at quiet gaps, which "
                         "bounds a worker's memory and changes no number (default 2000000)")
@@ -118,7 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", required=True, help="output folder (inputs/, results.zarr, tables)")
     _add_options(d)
 
-    e = sub.add_parser("extend", help="add new models, datasets or a later stretch of time to a results store")
+    e = sub.add_parser(
+        "extend", help="add new models, datasets or a later stretch of time to a results store",
+        description="Add new models, datasets or a later stretch of time to the results store in DIR, scored with "
+                    "the store's options (given ones must agree), and rewrite its tables and figures. A store "
+                    "scored with --coverage or --group-by is not extended, and an extension takes no --coverage or "
+                    "--stations: score all the inputs again with `pickscale score` (SPEC §11).")
     e.add_argument("dir", help="the folder of a results store (its results.zarr, tables and figures)")
     e.add_argument("--reference", required=True, help="reference arrivals of the new inputs")
     e.add_argument("--picks", required=True, help="picks of the new inputs (new models, datasets or time)")

@@ -6,9 +6,10 @@ processes it starts ignore Ctrl-C and do not log a user's input error as a crash
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -91,15 +92,25 @@ def _workers_ignore_sigint() -> Iterator[None]:
 
 @contextlib.contextmanager
 def command_client(workers: int | None, scheduler: str | None, closing: list | None = None, *,
-            in_process: bool = False) -> Iterator[Any]:
+                   in_process: bool = False, scheduler_file: str | None = None) -> Iterator[Any]:
     """The Dask client of a command: an existing scheduler, or a LocalCluster the command owns.
 
-    ``in_process``: a small job with no scheduler named runs in this process on Dask's local
-    scheduler (``None`` is yielded): starting worker processes would cost more than the job.
+    The scheduler is ``scheduler`` (``--scheduler``) or ``scheduler_file`` (``--scheduler-file``) if given,
+    else the one Dask's configuration names (``DASK_SCHEDULER_ADDRESS`` / ``scheduler-address``, then
+    ``DASK_SCHEDULER_FILE`` / ``scheduler-file``: what ``distributed.Client()`` would connect to), which is
+    said on stderr.  ``workers`` (``--workers N``) with a scheduler only from Dask's configuration starts a
+    local cluster of N workers (the flag wins over the configuration), and says so too.  ``in_process``: a
+    small job with no scheduler named anywhere runs in this process on Dask's local scheduler (``None`` is
+    yielded): starting worker processes would cost more than the job.
     """
-    from ..engine import cluster_client
+    from ..engine.cluster import cluster_client, scheduler_address, scheduler_target
 
-    owned = not (scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"))
+    target = scheduler_target(scheduler, scheduler_file)
+    if target is not None and target.configured and workers is not None:
+        print(f"pickscale: --workers {workers}: starting a local cluster of {workers} worker(s), not the "
+              f"scheduler named by {target.source} ({target.describe()})", file=sys.stderr)
+        target = None
+    owned = target is None
     if owned and in_process:
         yield None
         return
@@ -108,19 +119,26 @@ def command_client(workers: int | None, scheduler: str | None, closing: list | N
         aio.addFilter(_QuietInterruptedGather())
     stack = contextlib.ExitStack()
     with stack:
-        if owned:
+        if target is None:
             with _workers_ignore_sigint():
-                client = stack.enter_context(cluster_client(workers=workers, scheduler=scheduler, closing=closing))
+                client = stack.enter_context(cluster_client(workers=workers, closing=closing, local=True))
         else:
-            address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+            address = scheduler_address(target)  # a scheduler file: waited for, then read (OptionsError)
+            if target.configured:
+                via = f" (from {target.scheduler_file})" if target.scheduler_file else ""
+                print(f"pickscale: connecting to the scheduler named by {target.source}: {address}{via}",
+                      file=sys.stderr)
             try:
-                client = stack.enter_context(cluster_client(workers=workers, scheduler=scheduler))
+                client = stack.enter_context(cluster_client(target=dataclasses.replace(target, address=address)))
             except (OSError, TimeoutError, TypeError, ValueError) as exc:
                 tls = ("; a tls:// scheduler needs the client's certificate and CA "
                        "(DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT, "
                        "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY; see Security in the README)"
                        if str(address).startswith("tls://") or "TLS" in str(exc) else "")
-                raise OptionsError(f"cannot connect to the Dask scheduler at {address}: "
+                named = (f" (named by {target.source} {target.scheduler_file}: a file left by a scheduler that "
+                         "has stopped?)" if target.scheduler_file
+                         else f" (named by {target.source})" if target.configured else "")
+                raise OptionsError(f"cannot connect to the Dask scheduler at {address}{named}: "
                                    f"{type(exc).__name__}: {exc}{tls}.") from None
             # Its workers are checked by `score` (pickscale.engine.workers.check_workers).
         if owned:

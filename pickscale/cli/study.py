@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import OptionsError, PickscaleError
 
-__all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level"]
+__all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level", "where_to_run"]
 
 _SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin", "tols",
             "group_by")
@@ -32,6 +32,7 @@ class Study:
     reading: dict[str, Any] = field(default_factory=dict)  # drop_invalid, manual_only, station_key, columns, coverage
     options: dict[str, Any] = field(default_factory=dict)  # the keywords of pickscale.Options
     scheduler: str | None = None
+    scheduler_file: str | None = None  # --scheduler-file: the address a scheduler wrote (dask scheduler, dask-mpi)
     workers: int | None = None
     block_picks: int | None = None
     ci: float | None = None  # --ci LEVEL: bootstrap intervals (SPEC §12)
@@ -79,6 +80,51 @@ def _relative(value: Any, base: Path, from_command_line: Any) -> Any:
     return str(base / value)
 
 
+_WHERE = {"scheduler": "--scheduler", "scheduler_file": "--scheduler-file", "workers": "--workers"}
+
+
+def where_to_run(args: argparse.Namespace, config: dict[str, Any] | None = None,
+                 base: Path | None = None) -> dict[str, Any]:
+    """Where a command runs: ``scheduler``, ``scheduler_file`` and ``workers``, checked.
+
+    One setting, taken whole from the command line if it gives any of ``--scheduler``, ``--scheduler-file``
+    and ``--workers``, else from the study file (its ``scheduler_file`` relative to it); Dask's own
+    configuration comes after both (``pickscale.cli.runtime.command_client``).  Naming two of them at
+    the same level is a usage error: a scheduler and a scheduler file are two schedulers, and
+    ``--workers`` sizes the local cluster pickscale starts, which a scheduler's own workers replace.
+
+    Examples
+    --------
+    >>> where_to_run(argparse.Namespace(workers=None, scheduler=None, scheduler_file=None), {"workers": 2})
+    {'scheduler': None, 'scheduler_file': None, 'workers': 2}
+    """
+    config = config or {}
+    given = {key: getattr(args, key, None) for key in _WHERE}
+    from_file = not any(value is not None for value in given.values())
+    where = {key: config.get(key) for key in _WHERE} if from_file else given
+    if from_file and where["scheduler_file"] is not None and base is not None:
+        where["scheduler_file"] = _relative(where["scheduler_file"], base, None)
+    names = {key: (f"{key} in the study file" if from_file else flag) for key, flag in _WHERE.items()}
+    if where["scheduler"] is not None and where["scheduler_file"] is not None:
+        raise OptionsError(f"{names['scheduler']} and {names['scheduler_file']} both name a scheduler; "
+                           "give one of them.")
+    if where["workers"] is not None and (where["scheduler"] is not None or where["scheduler_file"] is not None):
+        named = names["scheduler"] if where["scheduler"] is not None else names["scheduler_file"]
+        raise OptionsError(f"{names['workers']} sizes the local cluster pickscale starts, and {named} names an "
+                           "existing scheduler whose own workers run the job; give one of them.")
+    where["workers"] = whole_number(where["workers"], names["workers"] if from_file else "--workers")
+    for key in ("scheduler", "scheduler_file"):
+        if where[key] is not None and not str(where[key]).strip():
+            raise OptionsError(f"{names[key]} is empty.")
+    return where
+
+
+def _out_folder(location: Any) -> Path:
+    from .flow import out_folder  # (a URL is refused here, before any work)
+
+    return out_folder(str(location))
+
+
 def _flag(args: argparse.Namespace, config: dict[str, Any], key: str, default: Any = None) -> Any:
     value = getattr(args, key, None)
     return value if value is not None else config.get(key, default)
@@ -108,16 +154,16 @@ def study_of(args: argparse.Namespace) -> Study:
     if base is not None:
         paths = {key: _relative(value, base, given[key]) for key, value in paths.items()}
     study = Study(
-        reference=paths["reference"], picks=paths["picks"], out_dir=Path(str(paths["out"])),
+        reference=paths["reference"], picks=paths["picks"], out_dir=_out_folder(paths["out"]),
         overwrite=bool(_flag(args, config, "overwrite", False)),
         reading={"drop_invalid": bool(_flag(args, config, "drop_invalid", False)),
                  "manual_only": bool(_flag(args, config, "manual_only", False)),
                  "station_key": _flag(args, config, "station_key", "as-is"),
                  "columns": _flag(args, config, "columns"), "coverage": coverage,
-                 **({"stations": stations} if stations is not None else {})},
+                 **({"stations": stations} if stations is not None else {}),
+                 **({"storage_options": config["storage_options"]} if config.get("storage_options") else {})},
         options=scoring_options(args, config),
-        scheduler=_flag(args, config, "scheduler"),
-        workers=whole_number(_flag(args, config, "workers"), "--workers"),
+        **where_to_run(args, config, base),
         block_picks=whole_number(_flag(args, config, "block_picks"), "--block-picks"),
         ci=ci_level(_flag(args, config, "ci")),
     )
@@ -135,7 +181,7 @@ def study_of(args: argparse.Namespace) -> Study:
                            "arrivals by); give --group-by too.")
     for flag, source in (("--reference", study.reference), ("--picks", study.picks)):
         try:
-            resolve_sources(source)
+            resolve_sources(source, storage_options=study.reading.get("storage_options"))
         except PickscaleError as exc:
             raise type(exc)(f"{flag} {exc}") from None
     return study

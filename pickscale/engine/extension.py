@@ -51,11 +51,31 @@ from ..errors import InputError, OptionsError, StoreError
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["extend", "extended", "facts_of", "reference_digest", "capture_reference", "OPTION_NAMES"]
+__all__ = ["extend", "extended", "facts_of", "reference_digest", "arrival_spans", "capture_reference",
+           "check_keywords", "KEYWORDS", "OPTION_NAMES"]
 
-#: The options an extension takes from the store (given ones must agree).
+#: How an extension treats each keyword of :func:`pickscale.score` (a test checks that every keyword is here):
+#:
+#: ``"store"``
+#:     a scoring option: taken from the store; a value given must agree with the store's (SPEC §11);
+#: ``"refused"``
+#:     what an extension cannot take (SPEC §11): given at all, it is an :class:`OptionsError`;
+#: ``"reading"``
+#:     how the new inputs are read (their rows, columns, files): applies to them alone;
+#: ``"engine"``
+#:     where and how the work runs: never changes a number.
+KEYWORDS: dict[str, str] = {
+    "threshold": "store", "tol": "store", "residual_tol": "store", "thresholds": "store", "budget": "store",
+    "exhaustive": "store", "time_bin": "store", "tols": "store", "group_by": "store",
+    "station_key": "store",  # the same station must have the same name on both sides
+    "coverage": "refused", "stations": "refused",  # stations serve group_by alone (SPEC §14)
+    "drop_invalid": "reading", "manual_only": "reading", "columns": "reading", "storage_options": "reading",
+    "client": "engine", "progress": "engine", "block_picks": "engine", "exchange_method": "engine",
+}
+
+#: The options of :class:`pickscale.options.Options` an extension takes from the store (given ones must agree).
 OPTION_NAMES = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin",
-                "tols")
+                "tols", "group_by")
 
 _CAPTURE: contextvars.ContextVar[list | None] = contextvars.ContextVar("pickscale_extend_capture", default=None)
 
@@ -110,9 +130,36 @@ def reference_digest(frame: pd.DataFrame, dataset: str, *, stations: Sequence[st
     return h.hexdigest(), int(code.size)
 
 
-def facts_of(scope: Any, pick_summary: pd.DataFrame) -> dict[str, Any]:
+def arrival_spans(frame: pd.DataFrame, dataset: str, stations: Sequence[str]) -> list[list[int] | None]:
+    """Per station of ``stations`` (in that order), ``[first, last]`` arrival time (int64 ns) of ``dataset``'s
+    rows in ``frame``, or None where the station has none.
+
+    What a stretch records so that a later extension can tell whether the store holds arrivals inside the new
+    part's scored span (SPEC §11) without the stored reference.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"dataset": ["d", "d", "d"], "station": ["A", "A", "B"], "phase": ["P", "S", "P"],
+    ...                       "time": [7, 3, 5]})
+    >>> arrival_spans(frame, "d", ["A", "B", "C"])
+    [[3, 7], [5, 5], None]
+    """
+    rows = frame[np.asarray(frame["dataset"].astype(object) == dataset)]
+    station = np.asarray(rows["station"].astype(object), dtype=object).astype(str)
+    time = np.asarray(rows["time"], dtype=np.int64)
+    # One pass over the rows (a catalogue has 10^5 stations): min and max per station by sorting once.
+    names, code = np.unique(station, return_inverse=True)
+    order = np.lexsort((time, code))
+    code, time = code[order], time[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(code) != 0]) if code.size else np.zeros(0, dtype=np.int64)
+    ends = np.r_[starts[1:], code.size] - 1 if code.size else starts
+    found = {str(names[code[a]]): [int(time[a]), int(time[b])] for a, b in zip(starts, ends)}
+    return [found.get(str(name)) for name in stations]
+
+
+def facts_of(scope: Any, pick_summary: pd.DataFrame, *, station_key: str = "as-is") -> dict[str, Any]:
     """What a run records for later extensions (``attrs["extent"]``): per dataset its scored stretch, per
-    (dataset, model) its pick span."""
+    (dataset, model) its pick span, and how station names were read (``station_key``)."""
     datasets: dict[str, list[dict[str, Any]]] = {}
     models: dict[str, dict[str, list[list[int]]]] = {}
     for d in scope.datasets:
@@ -121,12 +168,14 @@ def facts_of(scope: Any, pick_summary: pd.DataFrame) -> dict[str, Any]:
         if not len(rows):
             continue
         digest, n = reference_digest(scope.reference, d)
+        stations = [str(s) for s in scope.stations[d]]
         datasets[d] = [{"picks": [int(rows["t_min"].min()), int(rows["t_max"].max())],
                         "scored": [int(scope.spans[d][0]), int(scope.spans[d][1])],
-                        "stations": [str(s) for s in scope.stations[d]], "arrivals": n, "reference_sha256": digest}]
+                        "stations": stations, "arrivals": n, "reference_sha256": digest,
+                        "arrival_spans": arrival_spans(scope.reference, d, stations)}]
         per_model = rows.groupby("model", observed=True).agg(lo=("t_min", "min"), hi=("t_max", "max"))
         models[d] = {str(m): [[int(r.lo), int(r.hi)]] for m, r in per_model.iterrows()}
-    return {"datasets": datasets, "models": models}
+    return {"datasets": datasets, "models": models, "station_key": station_key}
 
 
 def _iso(ns: int) -> str:
@@ -147,6 +196,11 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
     Traceback (most recent call last):
     ...
     pickscale.errors.OptionsError: tol 0.25 differs from the store's (0.5): ...
+    >>> check_options({"threshold": 0.3, "tol": 0.5, "residual_tol": 2.0, "thresholds": [0.02, 0.3]},
+    ...               {"group_by": "magnitude:1,2"})
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: group_by 'magnitude:1,2' differs from the store's (none): ...
     """
     from ..options import Options
 
@@ -156,23 +210,74 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
                            "is not extended; score all the inputs again.", options=("group_by",))
     keywords = {"threshold": mine.threshold, "tol": mine.tol, "residual_tol": mine.residual_tol,
                 "thresholds": [float(x) for x in mine.grid], "budget": mine.budget, "exhaustive": mine.exhaustive,
-                "time_bin": mine.time_bin, "tols": mine.tols}
+                "time_bin": mine.time_bin, "tols": mine.tols, "group_by": mine.group_by}
     differ = []
     for name in OPTION_NAMES:
         value = given.get(name)
-        if value is None:
+        if value is None or (name == "time_bin" and _same_bins(value, mine.time_bin)):
             continue
         trial = dict(keywords, **{name: value})
         if name == "threshold" and given.get("thresholds") is None:
             trial["thresholds"] = None if stored.get("thresholds") is None else keywords["thresholds"]
-        if Options(**trial) != mine:
+        try:
+            if Options(**trial) != mine:
+                differ.append(name)
+        except OptionsError:  # not even a valid option: it cannot be the store's
             differ.append(name)
     if differ:
-        said = "; ".join(f"{n} {given[n]!r} differs from the store's ({keywords[n]!r})" for n in differ)
+        said = "; ".join(f"{n} {given[n]!r} differs from the store's "
+                         f"({'none' if keywords[n] is None else repr(keywords[n])})" for n in differ)
         raise OptionsError(f"{said}: an extension is scored with the options of the store it extends (grid, "
-                           "tolerances, threshold, budget, exhaustive, time bin); leave them out, or score all the "
-                           "inputs again with `pickscale score`.", options=tuple(differ))
-    return keywords
+                           "tolerances, threshold, budget, exhaustive, time bin, groups); leave them out, or score "
+                           "all the inputs again with `pickscale score`.", options=tuple(differ))
+    return {k: v for k, v in keywords.items() if k != "group_by"}
+
+
+def _same_bins(a: Any, b: str | None) -> bool:
+    """Whether two ``time_bin`` aliases cut time alike: ``"60min"`` and ``"1h"``, ``"1D"`` and ``"24h"`` (fixed
+    lengths anchored at the epoch: equal lengths are equal bins), ``"MS"`` and ``"1MS"``."""
+    from ..kernel.bins import _offset, _step_ns
+
+    if b is None or not isinstance(a, str):
+        return False
+    try:
+        x, y = _offset(a), _offset(b)
+    except OptionsError:
+        return False
+    step_x, step_y = _step_ns(x), _step_ns(y)
+    return step_x == step_y if step_x is not None or step_y is not None else bool(x == y)
+
+
+def check_keywords(stored_attrs: dict[str, Any], keywords: dict[str, Any]) -> dict[str, Any]:
+    """The keywords :func:`pickscale.score` gets for an extension of a store with ``stored_attrs``.
+
+    Every keyword is treated as :data:`KEYWORDS` declares: scoring options come from the store (given ones must
+    agree), what an extension cannot take is refused, reading and engine keywords pass through.  Raises
+    :class:`OptionsError` (nothing is read) for a refusal.
+    """
+    unknown = sorted(set(keywords) - set(KEYWORDS))
+    if unknown:
+        raise TypeError(f"extend() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+    options = check_options(stored_attrs.get("options", {}), {k: keywords.get(k) for k in OPTION_NAMES})
+    out = {k: v for k, v in keywords.items() if KEYWORDS[k] in ("reading", "engine")}
+    if keywords.get("coverage") is not None or stored_attrs.get("coverage"):
+        raise OptionsError("a store scored with a coverage cannot be extended, and an extension cannot bring one "
+                           "(the common coverage is decided over all the models of one run, SPEC §2): score all "
+                           "the inputs together with `pickscale score --coverage`.", options=("coverage",))
+    if keywords.get("stations") is not None:
+        raise OptionsError("stations serves group_by alone (SPEC §14), and a store with groups of arrivals is not "
+                           "extended: leave stations out, or score all the inputs again.", options=("stations",))
+    extent = stored_attrs.get("extent")
+    stored_key = extent.get("station_key") if isinstance(extent, dict) else None
+    given_key = keywords.get("station_key")
+    if given_key is not None and stored_key is not None and given_key != stored_key:
+        raise OptionsError(f"station_key {given_key!r} differs from the store's ({stored_key!r}): the same station "
+                           "must keep the same name in the store and in the extension; leave it out.",
+                           options=("station_key",))
+    key = given_key if given_key is not None else stored_key
+    if key is not None:
+        out["station_key"] = key
+    return {**options, **out}
 
 
 def _check_extent(stored: xr.Dataset, new: xr.Dataset, reference: pd.DataFrame, *, replace: bool
@@ -211,22 +316,55 @@ def _check_extent(stored: xr.Dataset, new: xr.Dataset, reference: pd.DataFrame, 
                     f"{_iso(e['scored'][1])} ({e['arrivals']} arrival(s) stored at its {len(e['stations'])} "
                     f"station(s), {n} now): new models must be scored against the same reference; score all the "
                     "inputs again with `pickscale score` if the reference changed.")
-        if not overlapping:
-            # A later (or earlier) stretch: no arrival may be scored on both sides (it would count twice), and
-            # none inside a stored span may differ from the stored reference.
-            shared = set(entry["stations"])
-            for e in stored_entries:
+        # A stretch of time that does not overlap a stored one may still meet it: both scored spans
+        # (picks ± residual_tol) can share a window at their ends. An arrival of either side at a station
+        # scored on both sides inside that window could be matched by the other side's picks in one run, and
+        # is not when the parts are scored apart: refused, whichever side holds it (the same answer in
+        # either order).
+        for e in stored_entries:
+            if _overlap(entry["picks"], e["picks"]):
+                continue
+            met = _arrivals_where_spans_meet(e, entry)
+            if met:
                 lo, hi = max(entry["scored"][0], e["scored"][0]), min(entry["scored"][1], e["scored"][1])
-                if lo > hi:
-                    continue
-                _, n = reference_digest(reference, d, stations=sorted(shared & set(e["stations"])), span=(lo, hi))
-                if n:
-                    raise InputError(
-                        f"dataset {d!r}: {n} reference arrival(s) between {_iso(lo)} and {_iso(hi)} lie in the "
-                        "scored span of both the store and the new picks (they would count twice): cut the "
-                        "catalogue at a quiet gap (no arrival within residual_tol of either side's picks), or "
-                        "score all the inputs together with `pickscale score`.")
+                said = ", ".join(f"{station} ({side})" for station, side in met[:5]) + (
+                    f" and {len(met) - 5} more" if len(met) > 5 else "")
+                raise InputError(
+                    f"dataset {d!r}: the store's and the new picks' scored spans meet between {_iso(lo)} and "
+                    f"{_iso(hi)}, and reference arrivals lie there at {len(met)} station(s) scored on both sides: "
+                    f"{said}. Scored apart, those arrivals could be matched otherwise than in one run (or count "
+                    "twice). Cut the catalogue at a quiet gap (no arrival within residual_tol of either side's "
+                    "picks), or score all the inputs together with `pickscale score`.")
     return same, replaced
+
+
+def _arrivals_where_spans_meet(stored: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+    """The stations scored on both sides with a reference arrival (of either side) where the two stretches'
+    scored spans meet, each with the side(s) holding it: ``[(station, "stored" | "new" | "stored and new")]``.
+
+    The pick spans do not overlap, so the window where the scored spans meet reaches the end of each (it runs
+    from the later stretch's scored start to the earlier one's scored end): a side has an arrival at a station
+    inside it exactly when its ``[first, last]`` arrival there overlaps the window.  A stored stretch written
+    before the stretches kept their arrival spans is taken to have arrivals wherever the window is.
+    """
+    lo, hi = max(new["scored"][0], stored["scored"][0]), min(new["scored"][1], stored["scored"][1])
+    if lo > hi:
+        return []
+    window = (lo, hi)
+
+    def holds(entry: dict[str, Any]) -> dict[str, bool]:
+        spans = entry.get("arrival_spans")
+        if spans is None:
+            return {str(s): True for s in entry["stations"]}
+        return {str(s): span is not None and _overlap(span, window) for s, span in zip(entry["stations"], spans)}
+
+    old_side, new_side = holds(stored), holds(new)
+    met = []
+    for station in sorted(set(old_side) & set(new_side)):
+        sides = [name for name, side in (("stored", old_side), ("new", new_side)) if side[station]]
+        if sides:
+            met.append((station, " and ".join(sides)))
+    return met
 
 
 def _merged_extent(old: dict[str, Any], new: dict[str, Any], replaced: dict[str, list[str]]) -> dict[str, Any]:
@@ -239,37 +377,43 @@ def _merged_extent(old: dict[str, Any], new: dict[str, Any], replaced: dict[str,
         for m, spans in per.items():
             kept = [] if m in replaced.get(d, []) else models.get(d, {}).get(m, [])
             models.setdefault(d, {})[m] = sorted(kept + spans)
-    return {"datasets": dict(sorted(datasets.items())),
-            "models": {d: dict(sorted(v.items())) for d, v in sorted(models.items())}}
+    merged: dict[str, Any] = {"datasets": dict(sorted(datasets.items())),
+                              "models": {d: dict(sorted(v.items())) for d, v in sorted(models.items())}}
+    key = old.get("station_key", new.get("station_key"))
+    if key is not None:
+        merged["station_key"] = key
+    return merged
 
 
-def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, **keywords: Any
-             ) -> xr.Dataset:
+def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, ci: float | None = None,
+             **keywords: Any) -> xr.Dataset:
     """The results of ``stored`` extended by ``reference`` and ``picks`` (nothing is written).
 
-    ``keywords``: those of :func:`pickscale.score`; scoring options given must
-    equal the store's (they are taken from it).  Raises :class:`OptionsError`,
-    :class:`InputError` or :class:`StoreError` when the extension is refused.
+    ``keywords``: those of :func:`pickscale.score`, each treated as
+    :data:`KEYWORDS` declares (scoring options given must equal the store's:
+    they are taken from it).  ``ci``: the bootstrap level of the intervals
+    (SPEC §12); by default those of the store, if it has any, drawn again
+    on the merged counts with its level, draws and seed — as one run would.
+    Raises :class:`OptionsError`, :class:`InputError` or :class:`StoreError`
+    when the extension is refused.
     """
     from ..results.extend import EXACT_FIELDS, merge_results
     from .run import score
 
     if "options" not in stored.attrs:
         raise StoreError("the store records no options: it is not pickscale results")
-    options = check_options(stored.attrs["options"], {k: keywords.pop(k, None) for k in OPTION_NAMES})
-    if keywords.get("coverage") is not None or stored.attrs.get("coverage"):
-        raise OptionsError("extending a store scored with a coverage (or with one) is not supported: score all the "
-                           "inputs together with `pickscale score --coverage`.", options=("coverage",))
+    arguments = check_keywords(stored.attrs, keywords)
+    level, draws, seed = _bootstrap_settings(stored.attrs.get("bootstrap"), ci)
     missing = [name for name in EXACT_FIELDS if name not in stored]
     if missing or not isinstance(stored.attrs.get("extent"), dict):
         raise StoreError("the store holds no exact sums or extent: an earlier pickscale wrote it, so it cannot be "
                          "extended exactly; score all the inputs again with `pickscale score`.")
     with _capturing() as sink:
-        new = score(reference, picks, **options, **keywords)
+        new = score(reference, picks, **arguments)
     reference_rows = pd.concat(sink, ignore_index=True) if sink else pd.DataFrame(
         {"dataset": [], "station": [], "phase": [], "time": np.zeros(0, np.int64)})
     same, replaced = _check_extent(stored, new, reference_rows, replace=replace)
-    attrs = {k: v for k, v in stored.attrs.items() if k != "options"}
+    attrs = {k: v for k, v in stored.attrs.items() if k not in ("options", "bootstrap")}
     attrs["extent"] = _merged_extent(stored.attrs["extent"], new.attrs["extent"], replaced)
     added = {d: sorted(set(new.attrs["extent"]["models"][d]) - set(replaced.get(d, []))
                        - {str(m) for m, p in zip(stored["model"].values,
@@ -291,18 +435,48 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     }
     attrs["extensions"] = [*stored.attrs.get("extensions", []), entry]
     attrs["warnings"] = [*stored.attrs.get("warnings", []), *entry["warnings"]]
-    return merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs)
+    merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs)
+    if level is None:
+        return merged
+    from ..results.bootstrap import bootstrap
+
+    # The intervals are a reading of the merged counts (SPEC §12): drawn again, as one run with --ci draws them.
+    return bootstrap(merged, level=level, draws=draws, seed=seed)
+
+
+def _bootstrap_settings(stored: Any, ci: float | None) -> tuple[float | None, int, int]:
+    """The level, draws and seed of an extension's intervals: ``ci`` if given, else the store's (if any)."""
+    draws, seed = 1000, 0
+    level = None
+    if isinstance(stored, dict):
+        level = stored.get("level")
+        draws, seed = int(stored.get("draws", draws)), int(stored.get("seed", seed))
+    if ci is not None:
+        if isinstance(ci, bool) or not 0.0 < float(ci) < 1.0:
+            raise OptionsError(f"ci must lie strictly between 0 and 1 (e.g. 0.95); got {ci!r}.", options=("ci",))
+        level = float(ci)
+    return (None if level is None else float(level)), draws, seed
 
 
 def store_path(path: Any) -> pathlib.Path:
-    """The results store at ``path``: the store itself, or a folder holding ``results.zarr``."""
-    p = pathlib.Path(os.path.abspath(os.fspath(path)))
+    """The results store at ``path``: the store itself, or a folder holding ``results.zarr``.
+
+    A URL pickscale cannot write is refused (:func:`pickscale.store.paths.local_store_path`).
+    """
+    from ..store.paths import local_store_path
+    from ..store.remote import is_remote
+
+    if is_remote(path):  # a store on object storage (pickscale[cloud]): the store's URL
+        url = os.fspath(path).rstrip("/")
+        return url if url.endswith(".zarr") else f"{url}/results.zarr"  # type: ignore[return-value]
+    p = local_store_path(os.fspath(path), what="results store")
     if not (p / "zarr.json").exists() and (p / "results.zarr").exists():
         p = p / "results.zarr"
     return p
 
 
-def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, **keywords: Any) -> xr.Dataset:
+def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, ci: float | None = None,
+           **keywords: Any) -> xr.Dataset:
     """Add new models, new datasets or a later stretch of time to a results store, without rescoring it.
 
     The new inputs are scored alone with the store's options and merged with
@@ -323,6 +497,10 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, **k
     replace
         Score again a (dataset, model) already stored over an overlapping span:
         the stored counts of that model are dropped for that dataset.
+    ci
+        The level of the bootstrap intervals (SPEC §12).  Default: the store's
+        own, if it has intervals (drawn again on the merged counts with its
+        level, draws and seed); none otherwise.
     **keywords
         Those of :func:`pickscale.score`; scoring options (``tol``,
         ``threshold``, ``thresholds``, ``time_bin`` …) may be left out (they
@@ -358,6 +536,6 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, **k
     target = store_path(store)
     with reserved(target):
         stored = open_results(target)
-        ds = extended(stored, reference, picks, replace=replace, **keywords)
+        ds = extended(stored, reference, picks, replace=replace, ci=ci, **keywords)
         save(ds, target, overwrite=True)
     return ds

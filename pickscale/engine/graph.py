@@ -8,7 +8,6 @@ delayed results on the workers, so the client receives one.
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -36,12 +35,20 @@ def scheduler(client: Any) -> Any:
 
 
 def n_workers(client: Any) -> int:
+    """Workers to plan for: the client's (at least 1; an adaptive cluster's ``maximum`` if finite and larger),
+    or this process's CPUs (affinity, cgroups) without one."""
+    from .cluster import process_cpus
+
     if client is None:
-        return os.cpu_count() or 1
+        return process_cpus()
     try:
-        return max(1, len(client.scheduler_info().get("workers", {})))
+        present = max(1, len(client.scheduler_info().get("workers", {})))
     except Exception:  # an old or unusual client: partitioning is only a performance choice
-        return os.cpu_count() or 1
+        return process_cpus()
+    from .workers import adaptive_of
+
+    maximum = getattr(adaptive_of(client), "maximum", None)  # what it may scale to, not what came yet
+    return max(present, int(maximum)) if isinstance(maximum, int) and not isinstance(maximum, bool) else present
 
 
 def compute(tasks: list[Any], client: Any, *, label: str, progress: bool, release: bool = False) -> list[Any]:

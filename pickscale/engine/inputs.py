@@ -6,7 +6,6 @@ read tasks of :mod:`pickscale.engine.parts`; nothing is read here.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -16,7 +15,8 @@ import pandas as pd
 from dask import delayed
 
 from ..errors import InputError
-from ..io import Normalised, normalise, resolve_sources
+from ..io import Normalised, normalise
+from ..io.sources import SourceFile, list_sources
 from .parts import Failure, read_files, read_frame, read_part, read_reference
 
 __all__ = ["Source", "load", "READ_ROWS"]
@@ -62,23 +62,25 @@ def _is_dask_frame(source: Any) -> bool:
 
 
 def _size(path: str) -> int | None:
+    """A local file's size (None for a URL: its size comes from the listing, :class:`SourceFile`)."""
     try:
         return os.path.getsize(path)
     except (OSError, ValueError):
-        return None  # a URL: read on its own
+        return None
 
 
-def _batches(files: list[str]) -> list[list[str]]:
+def _batches(files: list[SourceFile]) -> list[list[SourceFile]]:
     """Consecutive small files grouped into batches of about ``_BATCH_BYTES`` (one read task each).
 
     A hive layout by station (``station=…/part-0.parquet``) holds one small
     file per station and month or year: read one by one, Dask's bookkeeping
-    would cost more than the reading.
+    would cost more than the reading.  Sizes are the listing's (local files
+    and objects alike); a file of unknown size is read on its own.
     """
-    out: list[list[str]] = []
+    out: list[list[SourceFile]] = []
     size = 0
     for f in files:
-        n = _size(f)
+        n = f.size
         if n is None or n >= _BATCH_BYTES:
             out.append([f])
             size = _BATCH_BYTES
@@ -92,20 +94,22 @@ def _batches(files: list[str]) -> list[list[str]]:
     return out
 
 
-def _read_tasks(files: list[str], role: str, floor: float, reading: dict[str, Any]) -> list[Any]:
+def _read_tasks(files: list[SourceFile], role: str, floor: float, reading: dict[str, Any]) -> list[Any]:
     if role == "reference":
-        return [delayed(read_reference, pure=True)(batch, **reading) for batch in _batches(files)]
+        return [delayed(read_reference, pure=True)([f.path for f in batch], **reading) for batch in _batches(files)]
     from ..io.parquet import row_group_ranges
+    from ..io.storage import using
 
     tasks = []
     for batch in _batches(files):
         if len(batch) > 1:
-            tasks.append(delayed(read_files, pure=True)(batch, floor=floor, **reading))
+            tasks.append(delayed(read_files, pure=True)([f.path for f in batch], floor=floor, **reading))
             continue
-        f = batch[0]
+        f, size = batch[0]
         runs: list = [(None, 0)]
-        if (_size(f) or 0) >= _SPLIT_BYTES:
-            runs = row_group_ranges(f, target_rows=READ_ROWS)
+        if (size or 0) >= _SPLIT_BYTES:
+            with using(reading.get("storage_options")):  # the footer is read here, on the client
+                runs = row_group_ranges(f, target_rows=READ_ROWS)
         for groups, first in runs:
             tasks.append(delayed(read_part, pure=True)(f, floor=floor, row_groups=groups, row_offset=first,
                                                        **reading))
@@ -123,8 +127,33 @@ def _frame_tasks(frame: pd.DataFrame, role: str, source: str, floor: float, read
     return tasks
 
 
+def _listing(source: Any, storage_options: dict[str, Any] | None) -> tuple[list[SourceFile] | None, bool,
+                                                                          InputError | None]:
+    """(the files a path, folder, glob or URL names, from one listing; whether they are CSV/Parquet files
+    alone; the InputError of the listing, if any).
+
+    Listed first, so that a folder on object storage is listed once (not again to look for bulletins): a
+    listing of CSV and Parquet files alone is no bulletin.  Anything else (another name, an object, a
+    folder of QuakeML) is left to :func:`pickscale.io.formats.as_frame`; a storage failure is raised here.
+    """
+    from ..io.sources import SOURCE_SUFFIXES
+    from ..io.storage import ObjectStorageError
+
+    items = source if isinstance(source, (list, tuple)) else [source]
+    if not items or not all(isinstance(s, (str, os.PathLike)) for s in items):
+        return None, False, None
+    try:
+        listed = list_sources(source, storage_options=storage_options)
+    except ObjectStorageError:
+        raise
+    except InputError as exc:
+        return None, False, exc
+    return listed, all(f.path.lower().endswith(SOURCE_SUFFIXES) for f in listed), None
+
+
 def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0, manual_only: bool = False,
-         station_key: str = "as-is", columns: Any = None, keep: str | None = None) -> Source:
+         station_key: str = "as-is", columns: Any = None, keep: str | None = None,
+         storage_options: dict[str, Any] | None = None) -> Source:
     """Describe an input as a list of lazy read tasks.
 
     ``source`` is a path, folder, glob or fsspec URL (or a list of them), a
@@ -135,14 +164,17 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
     bulletins are small), a SeisBench ``PickList`` (or pick-like objects) or
     a dict name → such is first made a frame (:func:`pickscale.formats.as_frame`).
     ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`; ``keep``: a further reference
-    column kept (the group column of ``group_by``, SPEC §14).
+    column kept (the group column of ``group_by``, SPEC §14).  ``storage_options`` go to fsspec for URLs
+    (listing on the client, reading in the tasks; :mod:`pickscale.io.storage`).  Sizes come from the
+    filesystem's listing, so objects are batched and split as local files are.
     """
     from ..io import formats
 
     reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
     if keep is not None and role == "reference":
         reading["keep"] = keep
-    converted = formats.as_frame(source, role=role, manual_only=manual_only)
+    listed, plain, unlisted = _listing(source, storage_options)
+    converted = None if plain else formats.as_frame(source, role=role, manual_only=manual_only)
     if converted is not None:
         name = converted.attrs.get("pickscale_description") or f"<{role}: {type(source).__name__}>"
         files = list(converted.attrs.get("pickscale_files") or [])
@@ -160,10 +192,12 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
             tasks.append(delayed(_reference_frame)(p, where, 0, **reading) if role == "reference"
                          else delayed(read_frame)(p, source=where, floor=floor, **reading))
         return Source(role, name, tasks, [], 0)
-    files = resolve_sources(source)
-    size = 0
-    for f in files:
-        with contextlib.suppress(OSError, ValueError):
-            size += os.path.getsize(f)
+    if unlisted is not None:
+        raise unlisted
+    if listed is None:  # not a path: said as the listing says it
+        listed = list_sources(source, storage_options=storage_options)
+    if storage_options:
+        reading["storage_options"] = dict(storage_options)
+    size = sum(f.size or 0 for f in listed)
     desc = str(source) if not isinstance(source, (list, tuple)) else ", ".join(map(str, source))
-    return Source(role, desc, _read_tasks(files, role, floor, reading), files, size)
+    return Source(role, desc, _read_tasks(listed, role, floor, reading), [f.path for f in listed], size)

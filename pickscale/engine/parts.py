@@ -53,6 +53,7 @@ class Failure:
     """
 
     message: str
+    storage: bool = False  # the object storage failed (endpoint, credentials, access), not the file
 
 
 @dataclass
@@ -107,25 +108,56 @@ def _joined(failures: list[Failure]) -> Failure:
     return Failure(join_failures([f.message for f in failures]))
 
 
+def _storage_failure(exc: Exception, path: str, storage_options: dict[str, Any] | None = None) -> Failure | None:
+    """A storage failure behind ``exc`` (endpoint, credentials, access, bucket) as a Failure naming what to check."""
+    from ..io.storage import current, storage_error
+
+    error = storage_error(exc, path, storage_options if storage_options is not None else current())
+    return None if error is None else Failure(str(error), storage=True)
+
+
 def read_part(path: str, *, drop_invalid: bool, floor: float, row_groups: tuple[int, int] | None = None,
-              row_offset: int = 0, station_key: str = "as-is", columns: Any = None) -> PickPart | Failure:
-    """Read, normalise and encode one picks file (or a range of its row groups)."""
+              row_offset: int = 0, station_key: str = "as-is", columns: Any = None,
+              storage_options: dict[str, Any] | None = None) -> PickPart | Failure:
+    """Read, normalise and encode one picks file (or a range of its row groups).
+
+    ``storage_options`` go to fsspec for a URL (:mod:`pickscale.io.storage`); a storage failure (no endpoint,
+    no credentials, access refused) comes back as a :class:`Failure` naming the setting to check.
+    """
+    from ..io.storage import using
+
     try:
-        return encode_picks(normalise(_raw(path, "picks", row_groups, columns), role="picks", source=path,
-                                      drop_invalid=drop_invalid, row_offset=row_offset, categorical=True,
-                                      station_key=station_key, columns=columns), floor)
-    except InputError as exc:
-        return Failure(str(exc))
+        with using(storage_options):
+            return encode_picks(normalise(_raw(path, "picks", row_groups, columns), role="picks", source=path,
+                                          drop_invalid=drop_invalid, row_offset=row_offset, categorical=True,
+                                          station_key=station_key, columns=columns), floor)
+    except Exception as exc:
+        failure = _storage_failure(exc, path, storage_options)
+        if failure is not None:
+            return failure
+        if isinstance(exc, InputError):
+            return Failure(str(exc))
+        raise
 
 
 def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "as-is",
-                   columns: Any = None, keep: str | None = None) -> Normalised | Failure:
+                   columns: Any = None, keep: str | None = None,
+                   storage_options: dict[str, Any] | None = None) -> Normalised | Failure:
     """Read and normalise reference files (the reference is small: gathered on the client).
 
     Text columns come back as ``Categorical`` (codes, normalised per distinct
     value): a few bytes an arrival to gather, and the client's SPEC §2 scope
-    works on the codes.
+    works on the codes.  ``storage_options`` as in :func:`read_part`.
     """
+    from ..io.storage import using
+
+    with using(storage_options):
+        return _read_reference(paths, drop_invalid=drop_invalid, station_key=station_key, columns=columns,
+                               keep=keep)
+
+
+def _read_reference(paths: list[str], *, drop_invalid: bool, station_key: str, columns: Any,
+                    keep: str | None) -> Normalised | Failure:
     if len(paths) > 1:  # clean files of one schema: one table (see read_files)
         from ..io import check_columns
         from ..io.parquet import read_projected_many
@@ -137,38 +169,114 @@ def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "
                                  categorical=True, station_key=station_key, columns=columns, keep=keep)
             except InputError:
                 pass  # read them one by one: the message then names the file and its rows
-    parts, failures = [], []
-    for path in paths:
+
+    def together(raw: pd.DataFrame, source: str) -> Normalised:
+        return normalise(raw, role="reference", source=source, drop_invalid=False, categorical=True,
+                         station_key=station_key, columns=columns, keep=keep)
+
+    def alone(path: str) -> Normalised | Failure:
         try:
-            parts.append(normalise(_raw(path, "reference", None, columns, keep), role="reference", source=path,
-                                   drop_invalid=drop_invalid, categorical=True, station_key=station_key,
-                                   columns=columns, keep=keep))
-        except InputError as exc:
-            failures.append(Failure(str(exc)))
-    return _joined(failures) if failures else Normalised.combine(parts)
+            return normalise(_raw(path, "reference", None, columns, keep), role="reference", source=path,
+                             drop_invalid=drop_invalid, categorical=True, station_key=station_key,
+                             columns=columns, keep=keep)
+        except Exception as exc:
+            failure = _storage_failure(exc, path)
+            if failure is not None:
+                return failure  # the storage, not the file: the next files would fail alike
+            if not isinstance(exc, InputError):
+                raise
+            return Failure(str(exc))
+
+    results = _in_groups(paths, "reference", together, alone)
+    if isinstance(results, Failure):
+        return results
+    failures = [r for r in results if isinstance(r, Failure)]
+    if failures:
+        return _joined(failures)
+    combined = Normalised.combine([r for r in results if isinstance(r, Normalised)])
+    return dataclasses.replace(combined, source=", ".join(dict.fromkeys(paths)))
+
+
+def _in_groups(paths: list[str], role: str, together: Any, alone: Any) -> list[Any] | Failure:
+    """Every file of a batch read: small CSV files of one header as one table, the others one by one.
+
+    ``together(raw, source)`` normalises the frame of several files (raising InputError for any invalid
+    row), ``alone(path)`` reads one file as when it is read on its own.  Returns their results (one per
+    group of files read together or file read alone, in the order of their first file), or the first
+    storage :class:`Failure`.  A group with an invalid row anywhere is cut in halves until each half is
+    clean or a single file, which is then read alone: its message names the file and its rows (counted
+    from the top of the file) as when it is read alone, and clean files are still read together.
+    """
+    from ..io.raw import read_raw_batch
+
+    groups, single = read_raw_batch(paths, role=role) if len(paths) > 1 else ([], list(range(len(paths))))
+    results: list[tuple[int, Any]] = []
+    pending = [(g.files, g.rows, g.frame) for g in groups]
+    while pending:
+        files, rows, frame = pending.pop()
+        if len(files) == 1:
+            single.append(files[0])
+            continue
+        try:
+            results.append((files[0], together(frame, ", ".join(paths[i] for i in files))))
+            continue
+        except InputError:
+            pass
+        half = len(files) // 2
+        cut = sum(rows[:half])
+        pending.append((files[half:], rows[half:], frame.iloc[cut:]))
+        pending.append((files[:half], rows[:half], frame.iloc[:cut]))
+    for i in sorted(single):
+        result = alone(paths[i])
+        if isinstance(result, Failure) and result.storage:
+            return result
+        results.append((i, result))
+    results.sort(key=lambda r: r[0])
+    return [r for _, r in results]
 
 
 def read_files(paths: list[str], *, drop_invalid: bool, floor: float, station_key: str = "as-is",
-               columns: Any = None) -> PickPart | Failure:
+               columns: Any = None, storage_options: dict[str, Any] | None = None) -> PickPart | Failure:
     """Read several (small) picks files in one task: one :class:`PickPart` for all of them.
 
-    A hive layout by station holds many small files; a task per file would
-    cost more in scheduling than in reading.  Every file's input errors are
-    reported together.
+    A hive layout by station, or a glob of one small CSV file per trace, holds many small files; a task, a
+    ``read_csv`` and a normalisation per file would cost more than the reading.  Parquet files of one
+    schema are read as one table; small CSV files of one header line are parsed as one text and
+    normalised once (:func:`pickscale.io.raw.read_raw_batch`); any other file is read on its own.  Every
+    file's input errors are reported together, each as when the file is read alone (a storage failure
+    once: the other files would fail alike).  ``storage_options`` as in :func:`read_part`.
     """
-    if len(paths) > 1:
-        together = _read_together(paths, floor=floor, station_key=station_key, columns=columns)
-        if together is not None:
-            return together
-    parts: list[PickPart] = []
-    failures: list[Failure] = []
-    for path in paths:
-        part = read_part(path, drop_invalid=drop_invalid, floor=floor, station_key=station_key, columns=columns)
-        if isinstance(part, Failure):
-            failures.append(part)
-        else:
-            parts.append(part)
-    return _joined(failures) if failures else merge_parts(parts)
+    from ..io.storage import using
+
+    with using(storage_options):
+        if len(paths) > 1:
+            together = _read_together(paths, floor=floor, station_key=station_key, columns=columns)
+            if together is not None:
+                return together
+
+        def grouped(raw: pd.DataFrame, source: str) -> PickPart:
+            return encode_picks(normalise(raw, role="picks", source=source, drop_invalid=False, categorical=True,
+                                          station_key=station_key, columns=columns), floor)
+
+        def alone(path: str) -> PickPart | Failure:
+            return read_part(path, drop_invalid=drop_invalid, floor=floor, station_key=station_key,
+                             columns=columns, storage_options=storage_options)
+
+        try:
+            results = _in_groups(paths, "picks", grouped, alone)
+        except Exception as exc:
+            failure = _storage_failure(exc, paths[0], storage_options)
+            if failure is None:
+                raise
+            return failure
+    if isinstance(results, Failure):
+        return results
+    failures = [r for r in results if isinstance(r, Failure)]
+    if failures:
+        return _joined(failures)
+    merged = merge_parts([r for r in results if isinstance(r, PickPart)])
+    return dataclasses.replace(merged, report=dataclasses.replace(merged.report,
+                                                                  source=", ".join(dict.fromkeys(paths))))
 
 
 def _read_together(paths: list[str], *, floor: float, station_key: str, columns: Any) -> PickPart | None:

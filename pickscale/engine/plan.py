@@ -269,8 +269,8 @@ def worker_budget(client: Any) -> tuple[int, str]:
 
     ``PICKSCALE_WORKER_MEMORY`` if set; else, on a distributed client, the
     smallest ``memory_limit / nthreads`` of its workers (a worker without a
-    limit counts as its machine's memory); on Dask's local scheduler, this
-    machine's memory divided by its cores.
+    limit counts as the memory this process may use); on Dask's local scheduler,
+    the memory this process may use (cgroup limits) divided by its CPUs (affinity, cgroups).
 
     Examples
     --------
@@ -299,15 +299,17 @@ def worker_budget(client: Any) -> tuple[int, str]:
         if per_thread:
             budget, limit, threads = min(per_thread)
             return int(budget), f"memory_limit {_size(limit)} / {threads} thread(s) of the smallest worker"
-    threads = os.cpu_count() or 1
-    return int(machine / threads), f"this machine's {_size(machine)} / {threads} core(s)"
+    from .cluster import process_cpus
+
+    threads = process_cpus()
+    return int(machine / threads), f"this process's {_size(machine)} / {threads} core(s)"
 
 
 def _machine_memory() -> int:
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 8 * 2**30
+    """The memory this process may use (cgroup limits respected: a batch job's, not the node's)."""
+    from .cluster import process_memory
+
+    return process_memory()
 
 
 def _size(n: float) -> str:

@@ -69,6 +69,13 @@ class Stage:
         self.bar: Any = (tqdm(total=self.total, desc=self.label, file=self.stream, leave=True, mininterval=0.2,
                               dynamic_ncols=True, delay=2.0) if terminal else None)
 
+    def grow(self, n: int) -> None:
+        """``n`` more items to do, found once the stage is under way (the figures of the writing stage)."""
+        self.total += int(n)
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
     def update(self, n: int = 1) -> None:
         """``n`` more items done."""
         self.done += n

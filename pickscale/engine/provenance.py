@@ -8,6 +8,7 @@ import pandas as pd
 
 from .. import __version__
 from ..io import Normalised
+from ..io.text import QUOTE_VALUES, capped_counts, cut, top_counts
 
 __all__ = ["attributes", "rows_read"]
 
@@ -15,17 +16,24 @@ def _report_attrs(report: Normalised) -> dict[str, Any]:
     return {
         "rows_read": int(report.n_rows_read),
         "rows_invalid_dropped": int(report.n_invalid),
-        "columns_used": {k: v for k, v in report.columns.items()},
-        "phases_dropped": {str(k): int(v) for k, v in sorted(report.dropped_phases.items())},
-        "phases_mapped": {str(k): str(v) for k, v in sorted(report.mapped_phases.items())},
-        "columns_ignored": [str(c) for c in report.ignored_columns],
+        "columns_used": {k: None if v is None else cut(v) for k, v in report.columns.items()},
+        # What the attributes quote from the input is capped (io.text): the most frequent few names, each cut
+        # short, and under "…" how many more names and rows there are.
+        "phases_dropped": top_counts({str(k): int(v) for k, v in report.dropped_phases.items()}),
+        "phases_mapped": capped_counts({str(k): str(v) for k, v in sorted(report.mapped_phases.items())}),
+        "columns_ignored": _capped_list(report.ignored_columns),
     }
+
+
+def _capped_list(values: list) -> list[str]:
+    out = [cut(v) for v in values[:QUOTE_VALUES]]
+    return out + ([f"… and {len(values) - QUOTE_VALUES:,} more"] if len(values) > QUOTE_VALUES else [])
 
 
 def rows_read(report: Normalised) -> dict[str, Any]:
     """What reading did, for the message when nothing is left to score."""
     return {"rows_read": int(report.n_rows_read), "invalid_dropped": int(report.n_invalid),
-            "dropped_phases": dict(report.dropped_phases)}
+            "dropped_phases": top_counts(report.dropped_phases)}
 
 
 def attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started) -> dict[str, Any]:

@@ -73,6 +73,7 @@ def score(
     tols: Sequence[float] | None = None,
     group_by: str | None = None,
     stations: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> xr.Dataset:
     """Score picks against reference arrivals; every SPEC metric in one Dataset.
 
@@ -149,6 +150,14 @@ def score(
         optionally ``dataset``, and attributes (``instrument``, ``site_class``
         …) that ``group_by`` may name; joined to the arrivals by (dataset,)
         station.
+    storage_options
+        Passed to fsspec for inputs given as URLs (both the reference and the
+        picks), e.g. ``{"endpoint_url": "http://127.0.0.1:9000", "key": ...,
+        "secret": ...}`` or ``{"anon": True}`` for S3.  Default: fsspec's
+        environment and configuration (``AWS_ENDPOINT_URL``,
+        ``AWS_ACCESS_KEY_ID`` …).  An unreachable endpoint, missing or refused
+        credentials or a missing bucket is an ``InputError`` naming the URL
+        and the setting to check.
 
     Returns
     -------
@@ -199,7 +208,8 @@ def score(
 
         cover = Coverage.from_windows(read_coverage(coverage, station_key=station_key))
 
-    reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
+    reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns,
+               "storage_options": storage_options}
     ref_src = load(reference, role="reference", manual_only=manual_only,
                    keep=None if group_spec is None else group_spec.column, **reading)
     pick_src = load(picks, role="picks", floor=options.floor, **reading)
@@ -268,7 +278,8 @@ def score(
     per_dataset = _per_dataset(total, scope, plan, options)
     del total  # per_dataset holds its arrays (or fetches them), and assemble takes them one by one
     attrs = attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
-    attrs["extent"] = facts_of(scope, pick_summary)  # what pickscale.extend checks an extension against
+    # What pickscale.extend checks an extension against.
+    attrs["extent"] = facts_of(scope, pick_summary, station_key=station_key)
     # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
     emit_warnings(attrs["warnings"])
     return assemble(per_dataset, options=options, attrs=attrs)

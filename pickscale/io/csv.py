@@ -10,14 +10,15 @@ import codecs
 import csv
 import io
 import re
+from typing import NamedTuple
 
-import fsspec
 import pandas as pd
 
 from ..errors import InputError
-from .sniff import not_text_reason, text_encoding
+from .sniff import SNIFF_BYTES, compression_of, not_text_reason, text_encoding
+from .storage import open_input
 
-__all__ = ["read_csv_file"]
+__all__ = ["CsvText", "csv_text", "read_csv_file", "read_csv_texts"]
 
 
 def _utf8_error(path: str, compression: str | None) -> str:
@@ -25,7 +26,7 @@ def _utf8_error(path: str, compression: str | None) -> str:
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
     lines = 1
-    with fsspec.open(path, "rb", compression=compression) as f:
+    with open_input(path, "rb", compression=compression) as f:
         while True:
             chunk = f.read(1 << 20)
             final = not chunk
@@ -134,7 +135,7 @@ def read_csv_file(path: str, head: bytes, compression: str | None) -> pd.DataFra
         raise InputError(f"{path}: the file holds only comment lines (starting with '#'): no header and no rows.")
     delim = _sniff_delimiter(body)
     try:
-        with fsspec.open(path, "rb", compression=compression) as f:
+        with open_input(path, "rb", compression=compression) as f:
             if skip or encoding != "utf-8-sig":
                 handle = io.TextIOWrapper(f, encoding=encoding, newline="")
                 for _ in range(skip):
@@ -171,3 +172,73 @@ def _not_bom_text(path: str, encoding: str, exc: UnicodeDecodeError) -> InputErr
     name = encoding.upper()
     return InputError(f"{path}: starts with a {name} byte-order mark but is not valid {name} text ({exc.reason}); "
                       "save the file as UTF-8.")
+
+
+class CsvText(NamedTuple):
+    """A plain CSV file's text cut at its header: what :func:`read_csv_texts` reads with other files."""
+
+    header: str  # the first line, without its line end
+    delimiter: str  # what read_csv_file sniffs for the whole file
+    body: str  # the data lines, ending with a line end
+    rows: int  # its lines that are not blank (the rows pandas reads from them)
+
+
+_CANDIDATES = (",", ";", "\t")
+
+
+def csv_text(data: bytes) -> CsvText | None:
+    r"""The whole content of a small CSV file as header and rows, or None when it must be read on its own.
+
+    Only plain files qualify: UTF-8 (a byte-order mark is dropped), not compressed, no quote character, no
+    ``\r`` line end, no NUL, a header on the first line (no ``#`` comment lines, no blank line above it) and
+    at least one row.  Any other file (and every file with a problem to report) is read by
+    :func:`read_csv_file`, which says what is wrong with it, row numbers counted from its top.  The
+    delimiter is the one :func:`read_csv_file` sniffs: read from the header alone when at most one of
+    ``,``, ``;`` and tab occurs in it (the sniffer then cannot choose another), else sniffed as there.
+
+    Examples
+    --------
+    >>> csv_text(b"station;phase;time\nCLC;P;0\n\n")
+    CsvText(header='station;phase;time', delimiter=';', body='CLC;P;0\n\n', rows=1)
+    >>> csv_text(b'station,phase\n"CLC",P\n') is None, csv_text(b"station,phase\n") is None
+    (True, True)
+    """
+    if not data or compression_of(data) or text_encoding(data) != "utf-8-sig" or not_text_reason(data[:SNIFF_BYTES]):
+        return None
+    if b'"' in data or b"\r" in data or b"\x00" in data:
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    header, newline, body = text.partition("\n")
+    stripped = header.strip()
+    if not newline or not stripped or stripped.startswith("#"):
+        return None
+    rows = sum(1 for line in body.split("\n") if line.strip())
+    if not rows:
+        return None
+    present = [d for d in _CANDIDATES if d in header]
+    if len(present) <= 1 and header.splitlines() == [header]:
+        delim = present[0] if present else ","
+    else:  # exactly as read_csv_file sniffs it (from the first bytes)
+        delim = _sniff_delimiter(codecs.getincrementaldecoder("utf-8-sig")().decode(data[:SNIFF_BYTES]))
+    return CsvText(header, delim, body if body.endswith("\n") else body + "\n", rows)
+
+
+def read_csv_texts(header: str, delimiter: str, bodies: list[str]) -> pd.DataFrame | None:
+    """The rows of several :class:`CsvText` of one header and delimiter as one frame (cells as strings).
+
+    The same frame as the files' :func:`read_csv_file` frames one after the other, or None when it might
+    not be (a line with more fields than the header, rows that are not the lines counted): the caller then
+    reads the files one by one.
+    """
+    text = header + "\n" + "".join(bodies)
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False, engine="c")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError):
+        return None
+    if not isinstance(df.index, pd.RangeIndex):  # a first row with one field more: pandas made it the index
+        return None
+    df.attrs.update(format="csv", delimiter=delimiter)
+    return df

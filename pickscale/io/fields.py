@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionsError
-from .text import Text, as_text, distinct_values, row_counts, to_object
+from .text import Text, as_text, distinct_values, quote, row_counts, to_object
 
 __all__ = ["STATION_KEYS", "parse_station", "station_key_of", "map_phase", "parse_phase", "parse_label",
            "parse_conf", "station_column", "phase_column", "label_column", "default_column"]
@@ -55,7 +55,7 @@ def station_key_of(values: np.ndarray, station_key: str = "as-is") -> np.ndarray
     if station_key == "as-is":
         return values
     if station_key != "net.sta":
-        raise OptionsError(f"station_key must be one of {', '.join(STATION_KEYS)}, not {station_key!r}.")
+        raise OptionsError(f"station_key must be one of {', '.join(STATION_KEYS)}, not {quote(station_key)}.")
     out = [".".join(str(v).split(".")[:2]).rstrip(".").strip() if isinstance(v, str) else v for v in values]
     return np.array(out, dtype=object)
 
@@ -125,13 +125,24 @@ def phase_column(col: pd.Series) -> tuple[Text, dict[str, int], dict[str, str]]:
     codes, distinct = distinct_values(col)
     text, missing = as_text(distinct)
     names = to_object(text.fillna(""))
-    mapped = np.array([map_phase(name) for name in names], dtype=object)
-    keep = np.array([m is not None for m in mapped], dtype=bool)
-    valid = ~missing
+    # Vectorised over the distinct names (a file may hold a million distinct unknown phases): no Python
+    # work per name except for the few kept and the dict of the dropped ones.
+    index = pd.Index(names, dtype=object)
+    is_p, is_s = index.isin(_P_NAMES), index.isin(_S_NAMES)
+    mapped = np.full(len(names), None, dtype=object)
+    mapped[is_p], mapped[is_s] = "P", "S"
+    keep = np.asarray(is_p | is_s, dtype=bool)
+    valid = ~np.asarray(missing, dtype=bool)
     rows_of = row_counts(codes, len(names))
+    drop = np.flatnonzero(valid & ~keep & (rows_of > 0))
     dropped: dict[str, int] = {}
-    for i in np.flatnonzero(valid & ~keep & (rows_of > 0)):
-        dropped[str(names[i])] = dropped.get(str(names[i]), 0) + int(rows_of[i])
+    if drop.size:
+        names_dropped, rows_dropped = index[drop], rows_of[drop]
+        if not names_dropped.is_unique:
+            # Distinct raw values with the same stripped name add up under it (first-seen order).
+            summed = pd.Series(rows_dropped, index=names_dropped).groupby(level=0, sort=False).sum()
+            names_dropped, rows_dropped = summed.index, summed.to_numpy()
+        dropped = dict(zip(map(str, names_dropped.tolist()), np.asarray(rows_dropped, dtype=np.int64).tolist()))
     used = {str(names[i]): str(mapped[i]) for i in np.flatnonzero(keep & (rows_of > 0))}
     return Text(codes, mapped, valid, keep), dropped, used
 

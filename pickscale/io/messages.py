@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .text import as_text
+from .text import QUOTE_CHARS, QUOTE_VALUES, as_text, capped_counts, cut, quote, quote_values, top_counts
 
 __all__ = ["N_EXAMPLES", "ROWS_CONVENTION", "DROP_HINT", "describe_invalid", "invalid_rows_message",
-           "join_failures"]
+           "join_failures", "quote", "quote_values", "capped_counts", "top_counts", "cut", "QUOTE_CHARS",
+           "QUOTE_VALUES", "quote_counts"]
 
 
 #: Example rows shown per problem.
@@ -35,10 +36,21 @@ _COLUMN_OF = {"time zone": "time"}
 
 
 def _show(value: Any) -> str:
-    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return repr(text)
+    return quote("" if value is None or (isinstance(value, float) and np.isnan(value)) else value, limit=40)
+
+
+def quote_counts(counts: dict[str, int], *, limit: int = QUOTE_VALUES) -> str:
+    """``'name': rows, …`` for the ``limit`` largest counts (ties by name), and how many names more.
+
+    Examples
+    --------
+    >>> quote_counts({"PKP": 2, "pP": 1}), quote_counts({f"X{i}": 1 for i in range(12)}, limit=2)
+    ("'PKP': 2, 'pP': 1", "'X0': 1, 'X1': 1 and 10 more names (10 rows)")
+    """
+    top = top_counts(counts, limit=limit)
+    more = top.pop("…", None)
+    shown = ", ".join(f"{quote(k)}: {v}" for k, v in top.items())
+    return shown + (f" and {more['names']:,} more names ({more['rows']:,} rows)" if more else "")
 
 
 def _time_hint(values: pd.Series) -> str:
@@ -107,7 +119,7 @@ def describe_invalid(
         elif problem == "conf":
             hint = _conf_hint(col.iloc[idx[:1000]], col)
         lines.append(
-            f"  {canonical} (column {str(name)!r}): {idx.size} row(s) with {_PROBLEM[problem]}"
+            f"  {canonical} (column {quote(str(name))}): {idx.size} row(s) with {_PROBLEM[problem]}"
             f"{more} — " + ", ".join(shown) + "." + hint
         )
     return lines, examples

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .candidates import model_hint, union_candidates
-from .messages import N_EXAMPLES, ROWS_CONVENTION
+from .messages import N_EXAMPLES, ROWS_CONVENTION, quote_counts, top_counts
 from .text import concat_frames
 
 __all__ = ["NOTES_ATTR", "Normalised", "attach_report"]
@@ -100,7 +100,7 @@ class Normalised:
                 f"{self.n_rows_read} ({per}); first: {ex} ({ROWS_CONVENTION})"
             )
         if self.dropped_phases:
-            per = ", ".join(f"{k!r}: {v}" for k, v in sorted(self.dropped_phases.items()))
+            per = quote_counts(self.dropped_phases)
             out.append(
                 f"{self.source}: dropped {self.n_dropped_phases} row(s) whose phase is "
                 f"neither P- nor S-like ({per})"
@@ -168,5 +168,5 @@ def attach_report(frame: pd.DataFrame, rows_read: int, n_invalid: int, dropped: 
     frame.attrs["pickscale_rows"] = {
         "rows_read": int(rows_read),
         "invalid_dropped": int(n_invalid),
-        "dropped_phases": {str(k): int(v) for k, v in sorted(dropped.items())},
+        "dropped_phases": top_counts(dropped),  # the most frequent few (pandas copies attrs with each frame)
     }

@@ -17,6 +17,7 @@ import os
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,10 +27,11 @@ import pyarrow.parquet as pq
 from ..errors import InputError
 from .candidates import MODEL_CANDIDATES_MAX, unused_text_candidates
 from .columns import ALIASES, COLUMNS, column_key
+from .messages import quote
 from .normalise import normalise
 
 __all__ = ["hive_columns", "folder_values", "with_folder_columns", "is_parquet", "read_projected",
-           "read_projected_many", "row_group_ranges", "csv_to_parquet"]
+           "read_projected_many", "row_group_ranges", "csv_to_parquet", "check_claims", "MAX_ROWS_PER_BYTE"]
 
 
 def hive_columns(path: str) -> dict[str, str]:
@@ -87,13 +89,88 @@ def _canonical(name: str, role: str) -> str | None:
 
 def is_parquet(path: str) -> bool:
     """True when the file starts with Parquet's magic bytes (whatever its extension)."""
-    import fsspec
+    from .storage import open_input
 
     try:
-        with fsspec.open(path, "rb") as f:
+        with open_input(path, "rb") as f:
             return f.read(4) == b"PAR1"
     except (OSError, ValueError):
         return False  # the reader says what is wrong with it
+
+
+#: The most rows a byte of column data can hold in a real file.  Writers cut column data into pages of at
+#: most ~1 MB or 20,000 rows (pyarrow, parquet-mr), each with a header of tens of bytes; the densest
+#: picks file made for this bound (constant station, phase and conf, times one second apart, delta encoding,
+#: zstd level 22) holds ~60 rows a byte.  4,096 is ~70 times that: a footer claiming more rows than its row
+#: groups' bytes hold at this rate is damaged or forged, and reading it would allocate memory for rows that
+#: are not there.  What passes is bounded by the file: at most ~32 kB of int64 column per byte read.
+MAX_ROWS_PER_BYTE = 2**12
+
+
+def _file_size(f: Any) -> int | None:
+    try:
+        size = getattr(f, "size", None)
+        if isinstance(size, int):
+            return size
+        here = f.tell()
+        end = f.seek(0, os.SEEK_END)
+        f.seek(here)
+        return int(end)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+def check_claims(meta: pq.FileMetaData, size: int | None, path: str) -> None:
+    """Refuse a Parquet footer whose row counts cannot be true for a file of ``size`` bytes (before any read).
+
+    The rows are what pickscale allocates memory for; a forged or damaged footer (a 12 kB file that claims
+    10^12 rows) is refused here with what it claims and what the file can hold: the row groups' rows must add
+    up to the file's, each column chunk must lie inside the file and hold a value for every row, and a row
+    group's column data must be at least one byte per :data:`MAX_ROWS_PER_BYTE` rows.
+
+    Examples
+    --------
+    >>> import io, pyarrow as pa
+    >>> buf = io.BytesIO(); pq.write_table(pa.table({"time": [1, 2, 3]}), buf)
+    >>> meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata
+    >>> check_claims(meta, len(buf.getvalue()), "picks.parquet")  # true claims: nothing to say
+    >>> check_claims(meta, 100, "picks.parquet")
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.InputError: picks.parquet: the Parquet footer is damaged or forged: column 'time' of ...
+    """
+    def refuse(what: str) -> InputError:
+        return InputError(f"{path}: the Parquet footer is damaged or forged: {what}.")
+
+    total = 0
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        rows = int(group.num_rows)
+        if rows < 0:
+            raise refuse(f"row group {i} claims {rows:,} rows")
+        total += rows
+        data = 0
+        for j in range(group.num_columns):
+            col = group.column(j)
+            name = quote(col.path_in_schema)
+            start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+            start = int(start if start is not None else col.file_offset)
+            length = int(col.total_compressed_size)
+            if start < 0 or length < 0 or (size is not None and start + length > size):
+                raise refuse(f"column {name} of row group {i} claims bytes {start:,} to {start + length:,}, "
+                             f"beyond the end of the {size:,}-byte file")
+            if int(col.num_values) < rows:
+                raise refuse(f"row group {i} claims {rows:,} rows but its column {name} holds "
+                             f"{int(col.num_values):,} values")
+            data += length
+        if rows > MAX_ROWS_PER_BYTE * max(data, 1):
+            of = "" if size is None else f" (of a {size:,}-byte file)"
+            raise refuse(f"row group {i} claims {rows:,} rows, but its column data take {data:,} bytes{of}, "
+                         f"which hold at most {MAX_ROWS_PER_BYTE * max(data, 1):,} rows "
+                         f"({MAX_ROWS_PER_BYTE:,} rows a byte)")
+    if total != int(meta.num_rows):
+        raise refuse(f"it claims {int(meta.num_rows):,} rows but its {meta.num_row_groups:,} row group(s) "
+                     f"hold {total:,}")
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -105,10 +182,11 @@ def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = No
     """The projected Arrow table of one file (text as dictionaries), the file's own column names, and
     the text columns left out that may name the model (picks without a model column; see ``_unused_text``).
     """
-    import fsspec
+    from .storage import open_input
 
-    with fsspec.open(path, "rb") as f:
+    with open_input(path, "rb") as f:
         pf = pq.ParquetFile(f)
+        check_claims(pf.metadata, _file_size(f), path)
         schema = pf.schema_arrow
         columns = _wanted(schema.names, role, explicit) or None
         wanted = set(columns or schema.names)
@@ -209,6 +287,8 @@ def read_projected(path: str, *, role: str, row_groups: tuple[int, int] | None =
         table = _with_folder_values(table, path, role)
         # Inside the try: a date pandas cannot hold (year 1 or 3000) fails here, not in pyarrow.
         frame = table.to_pandas()
+    except InputError:
+        raise
     except (OSError, ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
         raise InputError(f"{path}: cannot be read as Parquet ({exc}).") from None
     if len(frame) == 0:
@@ -251,13 +331,14 @@ def row_group_ranges(path: str, *, target_rows: int) -> list[tuple[tuple[int, in
     Returns ``[(row_groups or None, first_row), ...]``: ``None`` (the whole
     file) when it is small or has a single row group, which cannot be split.
     """
-    import fsspec
+    from .storage import open_input
 
     try:
-        with fsspec.open(path, "rb") as f:
+        with open_input(path, "rb") as f:
             meta = pq.ParquetFile(f).metadata
+            check_claims(meta, _file_size(f), path)
     except (OSError, ValueError, pa.ArrowException):
-        return [(None, 0)]  # the reader reports it
+        return [(None, 0)]  # the reader reports it (InputError is a ValueError: a footer that cannot be true)
     if meta.num_rows <= target_rows or meta.num_row_groups < 2:
         return [(None, 0)]
     out: list[tuple[tuple[int, int] | None, int]] = []

@@ -8,10 +8,9 @@ user knows what to do with it.
 
 from __future__ import annotations
 
-import fsspec
-
 from ..errors import InputError
 from .sources import COMPRESSION_SUFFIXES, CSV_SUFFIXES, PARQUET_SUFFIXES
+from .storage import open_input
 
 __all__ = ["PARQUET_MAGIC", "GZIP_MAGIC", "ZIP_MAGIC", "COMPRESSIONS", "SNIFF_BYTES", "suffix_kind", "read_head",
            "compression_of", "check_codec", "text_encoding", "not_text_reason"]
@@ -105,7 +104,7 @@ def _utf16_without_bom(head: bytes) -> bool:
 def read_head(path: str, compression: str | None = None) -> bytes:
     """The first :data:`SNIFF_BYTES` bytes of a file (decompressed), or an InputError naming the file."""
     try:
-        with fsspec.open(path, "rb", compression=compression) as f:
+        with open_input(path, "rb", compression=compression) as f:
             return f.read(SNIFF_BYTES)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file.") from None

@@ -18,7 +18,96 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Text", "as_text", "defused", "to_object", "row_counts", "distinct_values", "concat_frames"]
+__all__ = ["Text", "as_text", "defused", "to_object", "row_counts", "distinct_values", "concat_frames",
+           "QUOTE_CHARS", "QUOTE_VALUES", "quote", "quote_values", "cut", "capped_counts", "top_counts"]
+
+#: The longest a value is quoted in a message or an attribute (longer ones are cut, with "…").
+QUOTE_CHARS = 60
+#: How many values a message or an attribute quotes (the rest are counted).
+QUOTE_VALUES = 10
+
+
+def quote(value: Any, *, limit: int = QUOTE_CHARS) -> str:
+    """``repr`` of an input value for a message, cut to ``limit`` characters with "…".
+
+    Every message and attribute that quotes what a file holds goes through this (or :func:`quote_values`),
+    so a 100 MB station name costs 60 characters on stderr, not 100 MB.
+
+    Examples
+    --------
+    >>> quote("CI.CLC")
+    "'CI.CLC'"
+    >>> quote("x" * 1000)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…'"
+    """
+    return repr(cut(value, limit=limit))
+
+
+def cut(value: Any, *, limit: int = QUOTE_CHARS) -> str:
+    """``str(value)`` cut to ``limit`` characters with "…" (for names that are not quoted, and JSON keys)."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def quote_values(values: Any, *, limit: int = QUOTE_VALUES, counts: dict | None = None, sep: str = ", ") -> str:
+    """The first ``limit`` of ``values`` quoted (each by :func:`quote`), and how many more there are.
+
+    With ``counts`` (value -> count) each is shown as ``'name': count``.
+
+    Examples
+    --------
+    >>> quote_values(["a", "b", "c"], limit=2)
+    "'a', 'b' and 1 more"
+    >>> quote_values(["pP", "PKP"], counts={"pP": 1, "PKP": 2})
+    "'pP': 1, 'PKP': 2"
+    """
+    out, n = [], 0
+    for v in values:
+        if n < limit:
+            out.append(quote(v) if counts is None else f"{quote(v)}: {counts[v]}")
+        n += 1
+    more = n - len(out)
+    return sep.join(out) + (f" and {more:,} more" if more else "")
+
+
+def top_counts(counts: dict, *, limit: int = QUOTE_VALUES) -> dict[str, Any]:
+    """:func:`capped_counts` of the ``limit`` largest counts (ties in the mapping's order), vectorised: a
+    mapping of a million names costs one stable numpy sort, no Python comparison per name.
+
+    Examples
+    --------
+    >>> top_counts({"PKP": 1, "pP": 5, "X": 2, "Y": 2}, limit=2)
+    {'pP': 5, 'X': 2, '…': {'names': 2, 'rows': 3}}
+    """
+    keys = list(counts)
+    values = np.fromiter((int(v) for v in counts.values()), dtype=np.int64, count=len(keys))
+    top = np.argsort(-values, kind="stable")[:limit]
+    out: dict[str, Any] = {}
+    for i in top.tolist():
+        out[cut(keys[i])] = out.get(cut(keys[i]), 0) + int(values[i])
+    if len(keys) > len(top):
+        out["…"] = {"names": len(keys) - len(top), "rows": int(values.sum()) - int(values[top].sum())}
+    return out
+
+
+def capped_counts(counts: dict, *, limit: int = QUOTE_VALUES) -> dict[str, Any]:
+    """A mapping (name -> count or name) for the store's attributes: its first ``limit`` items (names cut by
+    :func:`cut`), and, when there are more, ``"…"`` -> how many more names and the rows (counts) they hold.
+
+    Examples
+    --------
+    >>> capped_counts({"a": 1, "b": 2, "c": 3}, limit=2)
+    {'a': 1, 'b': 2, '…': {'names': 1, 'rows': 3}}
+    """
+    items = list(counts.items())
+    out: dict[str, Any] = {cut(k): v for k, v in items[:limit]}
+    rest = items[limit:]
+    if rest:
+        more: dict[str, int] = {"names": len(rest)}
+        if all(isinstance(v, (int, np.integer)) for _, v in rest):
+            more["rows"] = int(sum(int(v) for _, v in rest))
+        out["…"] = more
+    return out
 
 
 def as_text(col: pd.Series) -> tuple[pd.Series, np.ndarray]:

@@ -34,7 +34,14 @@ import pandas as pd
 
 from ..errors import OptionsError
 
-__all__ = ["check_time_bin", "bin_edges", "bin_index", "bin_starts", "iso_utc", "scored_edges"]
+__all__ = ["MAX_BINS", "check_time_bin", "count_bins", "bin_edges", "bin_index", "bin_starts", "iso_utc",
+           "scored_edges"]
+
+#: The most time bins a run may have (SPEC §10).  Every station keeps its counts per bin (3 counts × models ×
+#: phases × bins), so the bins multiply the memory of every station's result.  A real study stays far below:
+#: 100,000 bins are 11 years of hourly bins, 69 days of one-minute bins, 274 years of days; a span that needs
+#: more is one stray row (a pick dated 1800, times in the wrong epoch unit) or a bin too short for the span.
+MAX_BINS = 100_000
 
 
 def _offset(freq: str):
@@ -84,26 +91,86 @@ def check_time_bin(freq: str) -> str:
     return freq.strip()
 
 
-def bin_edges(lo: int, hi: int, freq: str) -> np.ndarray:
-    """Edges (int64 ns, ascending) of the bins of ``freq`` covering ``[lo, hi]`` (int64 ns, inclusive).
+def count_bins(lo: int, hi: int, freq: str) -> int:
+    """How many bins of ``freq`` cover ``[lo, hi]`` (int64 ns), computed without building them.
 
-    ``edges[i] <= t < edges[i + 1]`` is bin ``i``; the first edge is at or
-    before ``lo``, the last after ``hi``.
+    Exact for a fixed length; for a calendar offset an upper bound from the span and the offset's shortest
+    step (months: 28 days), exact when that bound is near :data:`MAX_BINS`.
+
+    Examples
+    --------
+    >>> day = 86_400 * 10**9
+    >>> count_bins(day + 5, 3 * day - 1, "1D"), count_bins(0, 366 * day, "1s")
+    (2, 31622401)
+    >>> count_bins(pd.Timestamp("2024-01-20").value, pd.Timestamp("2024-03-02").value, "MS")
+    3
     """
     offset = _offset(freq)
-    lo, hi = int(lo), int(hi)
-    if hi < lo:
-        lo, hi = hi, lo
+    lo, hi = sorted((int(lo), int(hi)))
     step = _step_ns(offset)
     if step is not None:
-        first = (lo // step) * step  # floor division: anchored at the epoch, also before 1970
-        n = (hi - first) // step + 1
-        return first + step * np.arange(n + 1, dtype=np.int64)
+        return int((hi - (lo // step) * step) // step + 1)
+    start = offset.rollback(pd.Timestamp(lo, tz="UTC").normalize())
+    shortest, t = None, start
+    for _ in range(8):
+        nxt = t + offset
+        shortest = (nxt - t).value if shortest is None else min(shortest, (nxt - t).value)
+        t = nxt
+    estimate = int((hi - start.value) // max(int(shortest or 1), 1) + 2)
+    if estimate > 4 * MAX_BINS:
+        return estimate
+    return int(_calendar_edges(offset, lo, hi).size - 1)
+
+
+def _calendar_edges(offset, lo: int, hi: int) -> np.ndarray:
     start = offset.rollback(pd.Timestamp(lo, tz="UTC").normalize())
     # The start of the last time's bin (calendar offsets ignore the time of day), then one bin more.
     stop = offset.rollback(pd.Timestamp(hi, tz="UTC").normalize()) + offset
     starts = pd.date_range(start, stop, freq=offset)
     return np.asarray(starts.as_unit("ns").asi8, dtype=np.int64)
+
+
+def _too_many(freq: str, lo: int, hi: int, n: int, extremes: str = "") -> OptionsError:
+    days = (hi - lo) / 86_400e9
+    length = f"{days / 365.25:,.1f} years" if days >= 730 else f"{days:,.1f} days"
+    return OptionsError(
+        f"time_bin {freq!r} over the scored span {_iso(lo)} … {_iso(hi)} ({length}) makes {n:,} bins, "
+        f"more than the {MAX_BINS:,} a run may have (SPEC §10).{extremes} A few stray rows far from the rest "
+        "(a wrong year, times in the wrong epoch unit) stretch the span: fix or drop them, or choose a longer "
+        "time_bin.", options=("time_bin",))
+
+
+def _iso(t: int) -> str:
+    return pd.Timestamp(int(t), tz="UTC").strftime("%Y-%m-%dT%H:%M:%S") + "Z"
+
+
+def bin_edges(lo: int, hi: int, freq: str) -> np.ndarray:
+    """Edges (int64 ns, ascending) of the bins of ``freq`` covering ``[lo, hi]`` (int64 ns, inclusive).
+
+    ``edges[i] <= t < edges[i + 1]`` is bin ``i``; the first edge is at or
+    before ``lo``, the last after ``hi``.  More than :data:`MAX_BINS` bins are
+    refused (counted before any is built).
+
+    Examples
+    --------
+    >>> bin_edges(0, 366 * 86_400 * 10**9, "1s")
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: time_bin '1s' over the scored span ... makes 31,622,401 bins, more than ...
+    """
+    offset = _offset(freq)
+    lo, hi = int(lo), int(hi)
+    if hi < lo:
+        lo, hi = hi, lo
+    n = count_bins(lo, hi, freq)
+    if n > MAX_BINS:
+        raise _too_many(freq, lo, hi, n)
+    step = _step_ns(offset)
+    if step is not None:
+        first = (lo // step) * step  # floor division: anchored at the epoch, also before 1970
+        n = (hi - first) // step + 1
+        return first + step * np.arange(n + 1, dtype=np.int64)
+    return _calendar_edges(offset, lo, hi)
 
 
 def bin_index(times: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -150,4 +217,35 @@ def scored_edges(scope, pick_summary: pd.DataFrame, freq: str) -> np.ndarray:
             highs.append(int(rows["t_max"].max()))
     if not lows:
         return np.zeros(0, dtype=np.int64)
-    return bin_edges(min(lows), max(highs), freq)
+    lo, hi = min(lows), max(highs)
+    n = count_bins(lo, hi, freq)
+    if n > MAX_BINS:
+        raise _too_many(freq, lo, hi, n, _extremes(scope, pick_summary))
+    return bin_edges(lo, hi, freq)
+
+
+def _extremes(scope, pick_summary: pd.DataFrame, k: int = 3) -> str:
+    """The scored times at both ends of the span (arrivals, and picks by dataset, station and model)."""
+    from ..io.messages import quote
+
+    rows: list[tuple[int, str]] = []
+    ref = scope.reference
+    times = np.asarray(ref["time"], dtype=np.int64)
+    if times.size:
+        order = np.argsort(times, kind="stable")
+        for i in np.unique(np.concatenate([order[:k], order[-k:]])):
+            rows.append((int(times[i]), f"arrival {_iso(times[i])} (station {quote(ref['station'].iloc[i])})"))
+    for d in scope.datasets:
+        sel = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
+                           & pick_summary["model"].isin(scope.models[d])]
+        for col in ("t_min", "t_max"):
+            part = sel.sort_values(col, kind="stable")
+            for _, r in pd.concat([part.head(k), part.tail(k)]).iterrows():
+                rows.append((int(r[col]), f"pick {_iso(r[col])} (station {quote(r['station'])}, "
+                                          f"model {quote(r['model'])})"))
+    rows = sorted(set(rows))
+    if not rows:
+        return ""
+    first = [text for _, text in rows[:k]]
+    last = [text for _, text in rows[-k:] if text not in first]
+    return f" Earliest: {'; '.join(first)}." + (f" Latest: {'; '.join(last)}." if last else "")

@@ -14,6 +14,7 @@ them to a results Dataset.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -22,6 +23,7 @@ from .calibration import ece
 from .detection import f1, precision, recall
 
 __all__ = [
+    "dataset_generator",
     "station_weights",
     "weighted",
     "percentile_interval",
@@ -30,6 +32,24 @@ __all__ = [
     "ece_draws",
     "grid_recall_at_budget",
 ]
+
+
+def dataset_generator(seed: int, dataset: str) -> np.random.Generator:
+    """The generator of one dataset's draws (SPEC §12): ``default_rng([seed, *sha256(name in UTF-8)])``.
+
+    Its entropy is ``seed`` followed by the 32 bytes of the SHA-256 digest of the dataset's name in
+    UTF-8, each byte an integer 0–255: a dataset's draws depend on the seed and its own name only —
+    never on the other datasets, their order, or the process (no ``hash()``, salted per process).
+
+    Examples
+    --------
+    >>> a = dataset_generator(0, "ds1").integers(0, 2**32, 3)
+    >>> b = np.random.default_rng([0, *hashlib.sha256("ds1".encode("utf-8")).digest()]).integers(0, 2**32, 3)
+    >>> bool((a == b).all()), bool((a == dataset_generator(0, "ds2").integers(0, 2**32, 3)).all())
+    (True, False)
+    """
+    digest = hashlib.sha256(str(dataset).encode("utf-8")).digest()
+    return np.random.default_rng([int(seed), *digest])
 
 
 def station_weights(n_stations: int, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -110,7 +130,8 @@ def detection_draws(weights: np.ndarray, matched, emitted, n_reference) -> dict[
     """
     m, e, n = weighted(weights, matched), weighted(weights, emitted), weighted(weights, n_reference)
     n = np.broadcast_to(n, m.shape)
-    return {"recall": recall(m, n), "precision_lb": precision(m, e), "f1_lb": f1(m, n, e)}
+    # A draw without arrivals of the phase has nothing to bound (SPEC §4): NaN, left out of the quantiles.
+    return {"recall": recall(m, n), "precision_lb": precision(m, e, n), "f1_lb": f1(m, n, e)}
 
 
 def mae_draws(weights: np.ndarray, abs_sum_ns, n_pairs) -> np.ndarray:
@@ -129,8 +150,9 @@ def mae_draws(weights: np.ndarray, abs_sum_ns, n_pairs) -> np.ndarray:
     return np.where(n == 0, np.nan, out)
 
 
-def ece_draws(weights: np.ndarray, cal_n, cal_conf, cal_hits) -> np.ndarray:
-    """``ece_lb`` of every draw from the per-station calibration bins (``(S, ..., bin)``).
+def ece_draws(weights: np.ndarray, cal_n, cal_conf, cal_hits, n_reference=None) -> np.ndarray:
+    """``ece_lb`` of every draw from the per-station calibration bins (``(S, ..., bin)``); with
+    ``n_reference`` (``(S, ...)``, no bin axis), NaN in a draw without reference arrivals (SPEC §4).
 
     Examples
     --------
@@ -139,7 +161,8 @@ def ece_draws(weights: np.ndarray, cal_n, cal_conf, cal_hits) -> np.ndarray:
     ...                        np.array([[0, 0], [0, 2]]))[0]), 12)
     0.1
     """
-    return ece(weighted(weights, cal_n), weighted(weights, cal_conf), weighted(weights, cal_hits))
+    n = None if n_reference is None else weighted(weights, n_reference)
+    return ece(weighted(weights, cal_n), weighted(weights, cal_conf), weighted(weights, cal_hits), n)
 
 
 def grid_recall_at_budget(emitted, matched, n_reference, budget) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["recall", "precision", "f1", "extra_rate", "duplicate_rate", "swap_rate", "ratio"]
+__all__ = ["recall", "precision", "f1", "extra_rate", "duplicate_rate", "swap_rate", "ratio", "where_reference"]
 
 
 def ratio(numerator, denominator) -> np.ndarray:
@@ -26,6 +26,23 @@ def ratio(numerator, denominator) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = num / den
     return np.where(den == 0, np.nan, out)
+
+
+def where_reference(value, n_reference) -> np.ndarray:
+    """``value`` where there are reference arrivals, NaN where ``n_reference`` = 0 (SPEC §4).
+
+    A (dataset, phase) without reference arrivals — a P-only bulletin's S — has
+    nothing to score the picks against: an unmatched pick there is not a false
+    pick but an unlabelled one, so a rate that reads the reference would be a
+    bound of nothing.  ``n_reference`` broadcasts against ``value``.
+
+    Examples
+    --------
+    >>> where_reference([0.0, 0.5], [0, 4]).tolist()
+    [nan, 0.5]
+    """
+    value = np.asarray(value, dtype=np.float64)
+    return np.where(np.asarray(n_reference) == 0, np.nan, value)
 
 
 def recall(matched, n_reference) -> np.ndarray:
@@ -44,18 +61,23 @@ def recall(matched, n_reference) -> np.ndarray:
     return ratio(matched, n_reference)
 
 
-def precision(matched, emitted) -> np.ndarray:
+def precision(matched, emitted, n_reference=None) -> np.ndarray:
     """``precision_lb = matched / emitted``; range [0, 1], perfect 1; NaN when nothing emitted.
 
     A lower bound against a bulletin (an unmatched pick may be a real,
-    unmarked arrival); exact with ``--exhaustive``.
+    unmarked arrival); exact with ``--exhaustive``.  With ``n_reference``, also
+    NaN where it is 0 (SPEC §4, :func:`where_reference`): without reference
+    arrivals there is nothing to bound.
 
     Examples
     --------
     >>> float(precision(3, 6))
     0.5
+    >>> precision([0, 3], [5, 6], n_reference=[0, 4]).tolist()
+    [nan, 0.5]
     """
-    return ratio(matched, emitted)
+    out = ratio(matched, emitted)
+    return out if n_reference is None else where_reference(out, n_reference)
 
 
 def f1(matched, n_reference, emitted) -> np.ndarray:

@@ -166,28 +166,34 @@ def _write_marker(out_dir: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
 def cleanup_output_temporaries(out_dir: Path) -> list[Path]:
-    """Remove the hidden folders in which runs that died were writing tables and figures."""
+    """Remove the hidden folders in which runs that died were writing tables and figures.
+
+    Each has its lease beside it (``<folder>.lease``, :mod:`pickscale.store.lease`): a folder of a run on
+    another host sharing ``out_dir`` is removed only once that lease has expired, one of this host once
+    its pid no longer runs.
+    """
+    from ..store import lease
+
     removed: list[Path] = []
     try:
         entries = list(Path(out_dir).iterdir())
     except OSError:
         return removed
+    pattern = re.escape(_OUTPUTS_TMP) + r"(\d+)-[0-9a-f]+"
     for path in entries:
-        m = re.fullmatch(re.escape(_OUTPUTS_TMP) + r"(\d+)-[0-9a-f]+", path.name)
-        if m and path.is_dir() and not path.is_symlink() and not _pid_alive(int(m.group(1))):
+        m = re.fullmatch(pattern, path.name)
+        if m and path.is_dir() and not path.is_symlink() and lease.sibling_stale(path, int(m.group(1))):
             shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+            if not os.path.lexists(path):
+                removed.append(path)
+                with contextlib.suppress(OSError):
+                    lease.sidecar(path).unlink()
+        m = re.fullmatch(pattern + re.escape(lease.SIDECAR_SUFFIX), path.name)
+        base = path.with_name(path.name.removesuffix(lease.SIDECAR_SUFFIX))
+        if m and not os.path.lexists(base) and lease.sibling_stale(base, int(m.group(1))):
+            with contextlib.suppress(OSError):
+                path.unlink()  # a lease whose folder is gone
     return removed
 
 
@@ -239,36 +245,52 @@ def _store_created(store: Path | None) -> str | None:
 
 
 def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bool = True, quiet: bool = False,
-                 store: Path | None = None) -> None:
+                 store: Path | None = None, stage: Any = None) -> None:
     """Tables (and figures) of a results Dataset into ``out_dir``; print the summary tables.
 
     ``pickscale score`` and ``pickscale report`` both end here, so the files
     they write are byte-identical for the same store.  They are written to a
     hidden folder inside ``out_dir`` first and then moved into place; figures
     of earlier runs (any format) are removed, and ``pickscale-outputs.json``
-    names ``store``, the results store they come from (see the module's docstring).
+    names ``store``, the results store they come from (see the module's docstring).  ``stage``: the
+    progress display's stage (``grow(n)``, ``update()``), counting the tables and then each figure.
     """
     out_dir = Path(out_dir)
     frames = tables(ds)
     out_dir.mkdir(parents=True, exist_ok=True)
+    from ..store import lease
+
     tmp = out_dir / f"{_OUTPUTS_TMP}{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir()
+    lease.claim(tmp)  # before the folder: a run on another host sees whose it is, and until when
+    try:
+        tmp.mkdir()
+    except BaseException:
+        lease.drop(tmp)
+        raise
     try:
         paths = write_tables(frames, tmp)
         new = [p.name for p in paths]
         written = list(new)
+        if stage is not None:
+            stage.update()
         if figures:
             import matplotlib
 
             matplotlib.use("Agg")
             from .figures import save_figures
+            from .figures.build import figure_names
 
-            figs = save_figures(ds, tmp / "figures", format=fmt)
+            # Figures are most of a small study's time: each one counts in the display as it is written.
+            if stage is not None:
+                stage.grow(len(figure_names(ds)))
+            figs = save_figures(ds, tmp / "figures", format=fmt,
+                                on_written=None if stage is None else (lambda _: stage.update()))
             new += [f"figures/{p.name}" for p in figs]
             written.append(f"figures/ ({len(figs)} {fmt})")
         removed = _commit_outputs(tmp, out_dir, new, store)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        lease.drop(tmp)
     if not quiet:
         print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
         print(f"\nwrote {', '.join(written)} to {out_dir}")
@@ -278,7 +300,12 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
 
 
 def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -> None:
-    """Print the summary tables (:data:`~pickscale.report.tables.PRINTED`) as ``score`` and ``report`` do."""
+    """Print the summary tables (:data:`~pickscale.report.tables.PRINTED`) as ``score`` and ``report`` do.
+
+    The rows of a (dataset, phase) without reference arrivals are left out (their metrics are NaN, SPEC §4:
+    printed, they would read as results), with one line per such dataset and phase under the detection
+    table; the CSV files keep them.
+    """
     titles = {
         "detection": "DETECTION at the shared threshold; recall_at_budget, best_threshold and ap over all thresholds",
         "timing": "ONSET TIME at the shared threshold (residuals matched at residual_tol; gross_error_rate beyond tol)",
@@ -286,9 +313,16 @@ def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -
         "phase_quality": "PHASE QUALITY at the shared threshold "
                          "(a swap: an arrival found only by a pick of the other phase)",
     }
+    unscored = _phases_without_reference(frames["detection"])
     for name in PRINTED:
         print(f"\n{titles[name]}")
-        print(format_table(frames[name], columns=PRINTED_COLUMNS.get(name), by="dataset"))
+        print(format_table(_scored_rows(frames[name], unscored), columns=PRINTED_COLUMNS.get(name), by="dataset"))
+        if name == "detection" and unscored:
+            # Said once, under the first table: the rows are left out of every printed table (kept in the CSVs).
+            print()
+            for dataset, phase in unscored:
+                print(f"dataset {dataset} has no reference {phase} arrivals: {phase} rows not printed "
+                      "(emitted counts in detection.csv)")
     shown = {c if c in frames["detection"].columns else c.removesuffix("_lb") for c in PRINTED_COLUMNS["detection"]}
     rest = [str(c) for c in frames["detection"].columns if c not in shown]
     if rest:
@@ -296,3 +330,23 @@ def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -
     if not options_exhaustive:
         print("\n_lb = lower bound: an unmatched pick may be a real arrival the analyst never marked\n"
               "(use --exhaustive if the reference marks every arrival).")
+
+
+def _phases_without_reference(detection: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (dataset, phase) with no reference arrival (n_reference is one number per dataset and phase), sorted.
+
+    Their metrics are NaN (SPEC §4: nothing to score against): printed, such rows would read as results.
+    """
+    if detection.empty:
+        return []
+    none = detection[detection["n_reference"] == 0]
+    return sorted({(str(d), str(p)) for d, p in zip(none["dataset"], none["phase"])})
+
+
+def _scored_rows(frame: pd.DataFrame, unscored: list[tuple[str, str]]) -> pd.DataFrame:
+    """``frame`` without the rows of ``unscored`` (dataset, phase); tables without a phase column as they are."""
+    if not unscored or "phase" not in frame.columns or frame.empty:
+        return frame
+    keys = set(unscored)
+    keep = [(str(d), str(p)) not in keys for d, p in zip(frame["dataset"], frame["phase"])]
+    return frame[keep]

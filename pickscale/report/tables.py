@@ -56,6 +56,11 @@ def _frame(ds: xr.Dataset, names: list[str], keys: list[str], present: xr.DataAr
     import xarray as xr
 
     sub = xr.Dataset({n: ds[n] for n in names})
+    # The mask must be on the table's own coordinates: assigning one on others (time bins as datetimes, the
+    # table's as text) reindexes it to NaN, and NaN reads as True below -- rows for models that never ran.
+    sub, present = xr.align(sub, present, join="exact")
+    if present.dtype != bool:
+        raise TypeError(f"the mask of present rows must be boolean, not {present.dtype}")
     sub["_present"] = present
     sub = sub.transpose(*keys)
     frame = sub.to_dataframe().reset_index()
@@ -211,9 +216,11 @@ def over_time(ds: xr.Dataset) -> pd.DataFrame:
         "recall": ds["recall_over_time"],
         lb("precision_lb"): ds[lb("precision_lb_over_time")],
     })
-    table = table.assign_coords(time_bin=("time_bin", iso_utc(ds["time_bin"].values)))
-    keys = _KEY + ["time_bin"]
-    return _frame(table, _names(table), keys, ds["model_present"].broadcast_like(matched))
+    labels = ("time_bin", iso_utc(ds["time_bin"].values))
+    table = table.assign_coords(time_bin=labels)
+    # The mask gets the same ISO labels, so that it lines up with the table (SPEC §2: no rows for an absent model).
+    present = ds["model_present"].broadcast_like(matched).assign_coords(time_bin=labels)
+    return _frame(table, _names(table), _KEY + ["time_bin"], present)
 
 
 def by_group(ds: xr.Dataset) -> pd.DataFrame:

@@ -45,8 +45,10 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     """Percentile intervals by resampling each dataset's stations (SPEC §12).
 
     Each of ``draws`` draws resamples the S scored stations of a dataset
-    with replacement (multinomial counts, ``numpy.random.default_rng(seed)``,
-    datasets in coordinate order); every metric of a draw comes from the
+    with replacement (multinomial counts from the dataset's own generator
+    ``numpy.random.default_rng([seed, *sha256(name.encode("utf-8")).digest()])``,
+    so a dataset's intervals depend on its stations, its name and the seed
+    only, never on the other datasets); every metric of a draw comes from the
     weighted station totals with the same kernels as the estimate, the
     residual pairs weighted by their station's multiplicity.  The interval is
     numpy's ``"linear"`` quantiles of the draws at ``(1 − level)/2`` and
@@ -113,13 +115,14 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     est_budgets = (ds["recall_at_budgets"].transpose("dataset", "model", "phase", "budgets").values
                    if several else None)
     counts = _station_counts(ds, ti)
-    rng = np.random.default_rng(seed)
-    for d in range(nd):
-        stations = np.flatnonzero(counts["scored"][d])
+    for d, name in enumerate(text(ds["dataset"].values)):
+        stations = np.flatnonzero(counts["scored"][d])  # in station-coordinate (code-point) order
         models = np.flatnonzero(counts["present"][d])
-        weights = kernels.station_weights(stations.size, n_draws, rng)
         if models.size == 0 or stations.size == 0:
             continue
+        # Each dataset its own generator, from the seed and its name: its intervals do not depend on
+        # the other datasets, their order, or the process (SPEC §12).
+        weights = kernels.station_weights(stations.size, n_draws, kernels.dataset_generator(seed, str(name)))
         ones = np.ones((1, stations.size), dtype=np.int64)
         per = _dataset_draws(ds, counts, d, stations, models, options, several)
         for w_name, w in (("draws", weights), ("full", ones)):
@@ -151,6 +154,7 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     result = ds.assign_coords(model_b=("model_b", text(ds["model"].values))).assign(new)
     result.attrs["bootstrap"] = {
         "level": level, "draws": n_draws, "seed": seed, "resampled": "stations of each dataset",
+        "generator": "per dataset: numpy.random.default_rng([seed, *sha256(dataset name in UTF-8) bytes])",
         "interval": "percentile, numpy 'linear' quantiles at (1 - level)/2 and (1 + level)/2",
         "recall_at_budget": "spread from the sweep grid's reading, placed at the fine curve's estimate",
     }
@@ -209,7 +213,7 @@ def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, statio
         ref_w = kernels.weighted(weights, n_ref)  # (D, P)
         out = dict(det)
         out["mae"] = kernels.mae_draws(weights, abs_sum, n_pairs)
-        out["ece_lb"] = kernels.ece_draws(weights, cal["cal_n"], cal["cal_conf"], cal["cal_hits"])
+        out["ece_lb"] = kernels.ece_draws(weights, cal["cal_n"], cal["cal_conf"], cal["cal_hits"], n_ref[:, None, :])
         # recall_at_budget on the sweep grid, one model at a time (memory: draws × phases × grid).
         floor_w = kernels.weighted(weights, grid_e[:, :, :, 0])  # (D, M', P)
         if fixed is None:  # SPEC §7's default, per draw: min(n_reference, least emitted at the floor)

@@ -26,7 +26,12 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
     """Add every SPEC metric, derived from the counts in ``ds``.
 
     Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
-    curve readings (§7).  Metrics of a model absent from a dataset are NaN.
+    curve readings (§7).  Metrics of a model absent from a dataset are NaN, and
+    so is every metric that reads the reference in a (dataset, phase) without
+    reference arrivals (SPEC §4): ``n_ref`` is passed to each kernel whose
+    denominator does not already say so (precision, calibration); recall, f1,
+    the rates over n_reference, timing (no pairs) and the §7 readings are NaN
+    there by their own definitions.
     """
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     present = ds.model_present
@@ -35,7 +40,7 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
     out: dict[str, xr.DataArray] = {}
 
     out["recall"] = _ufunc(detection.recall, tot["matched"], n_ref)
-    out[lb("precision_lb")] = _ufunc(detection.precision, tot["matched"], tot["emitted"])
+    out[lb("precision_lb")] = _ufunc(detection.precision, tot["matched"], tot["emitted"], n_ref)
     out[lb("f1_lb")] = _ufunc(detection.f1, tot["matched"], n_ref, tot["emitted"])
     out["extra_rate"] = _ufunc(detection.extra_rate, tot["emitted"], tot["matched"], n_ref)
     out["duplicate_rate"] = _ufunc(detection.duplicate_rate, tot["duplicates"], tot["matched"])
@@ -47,25 +52,26 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
 
     out.update(_timing(ds, options, residual_ns))
 
-    cal_n = ds.cal_n.sum("station")
-    n_cal, mean_conf, observed = calibration.reliability(
-        cal_n.values, ds.cal_conf.sum("station").values, ds.cal_hits.sum("station").values
+    cal_n, cal_conf, cal_hits = (ds[k].sum("station") for k in ("cal_n", "cal_conf", "cal_hits"))
+    bins = [["bin"]] * 3
+    # mean_conf is the model's own (kept without arrivals); observed_lb, ece_lb and brier_lb read the hits.
+    _, out["mean_conf"], out[lb("observed_lb")] = xr.apply_ufunc(
+        calibration.reliability, cal_n, cal_conf, cal_hits, n_ref,
+        input_core_dims=[*bins, []], output_core_dims=bins,
     )
-    out["mean_conf"] = xr.DataArray(mean_conf, dims=cal_n.dims)
-    out[lb("observed_lb")] = xr.DataArray(observed, dims=cal_n.dims)
-    out[lb("ece_lb")] = xr.apply_ufunc(
-        calibration.ece, cal_n, ds.cal_conf.sum("station"), ds.cal_hits.sum("station"),
-        input_core_dims=[["bin"]] * 3,
-    )
-    out[lb("brier_lb")] = _ufunc(calibration.brier, ds.brier_sum.sum("station"), cal_n.sum("bin"))
+    out[lb("ece_lb")] = xr.apply_ufunc(calibration.ece, cal_n, cal_conf, cal_hits, n_ref,
+                                       input_core_dims=[*bins, []])
+    out[lb("brier_lb")] = _ufunc(calibration.brier, ds.brier_sum.sum("station"), cal_n.sum("bin"), n_ref)
 
     out.update(_readings(ds, options, tot, n_ref, out))
     if "matched_over_time" in ds:
         # SPEC §10: at the shared threshold, per time bin, over all stations.
         matched_t = ds.matched_over_time.sum("station")
         out["recall_over_time"] = _ufunc(detection.recall, matched_t, ds.n_reference_over_time.sum("station"))
+        # The dataset's n_reference, not the bin's: in a phase the reference marks, a bin's picks that find
+        # no arrival are extra picks as anywhere else; a phase it never marks has nothing to bound (SPEC §4).
         out[lb("precision_lb_over_time")] = _ufunc(detection.precision, matched_t,
-                                                   ds.emitted_over_time.sum("station"))
+                                                   ds.emitted_over_time.sum("station"), n_ref)
     if "matched_at_tol" in ds:
         out.update(_at_tols(ds, tot, n_ref, options, lb))
 
@@ -87,7 +93,7 @@ def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, 
     matched_l = ds.matched_at_tol.sum("station")
     emitted = tot["emitted"].sel(threshold=options.threshold, drop=True)
     return {"recall_at_tol": _ufunc(detection.recall, matched_l, n_ref),
-            lb("precision_lb_at_tol"): _ufunc(detection.precision, matched_l, emitted)}
+            lb("precision_lb_at_tol"): _ufunc(detection.precision, matched_l, emitted, n_ref)}
 
 
 def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) -> dict[str, xr.DataArray]:

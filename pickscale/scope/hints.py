@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..io.text import quote
+
 if TYPE_CHECKING:
     from .plan import ScopePlan
 
@@ -34,7 +36,7 @@ def iso(ns: int) -> str:
 
 def show_names(names: Iterable[str]) -> str:
     names = sorted(set(names))
-    shown = ", ".join(repr(n) for n in names[:_N_SHOWN])
+    shown = ", ".join(quote(n) for n in names[:_N_SHOWN])
     more = f" … ({len(names)} in all)" if len(names) > _N_SHOWN else ""
     return (shown or "none") + more
 
@@ -77,7 +79,7 @@ def station_hint(ref_stations: Iterable[str], pick_stations: Iterable[str],
 
     if meets(str.casefold):
         x, y = _example_pair(a, b, str.casefold)
-        return (f"Hint: the names differ only in case ({x!r} in {side['a']}, {y!r} in "
+        return (f"Hint: the names differ only in case ({quote(x)} in {side['a']}, {quote(y)} in "
                 f"{side['b']}); stations are compared case-sensitively.")
     a_dots = sum("." in s for s in a) > len(a) / 2
     b_dots = sum("." in s for s in b) > len(b) / 2
@@ -85,23 +87,23 @@ def station_hint(ref_stations: Iterable[str], pick_stations: Iterable[str],
         x, y = _example_pair(a, b, _station_code)
         with_net, without = ("b", "a") if b_dots else ("a", "b")
         ex = {"a": x, "b": y}
-        return (f"Hint: {side[with_net]} has network prefixes ({ex[with_net]!r}) where "
-                f"{side[without]} has none ({ex[without]!r}): write the stations the same way "
+        return (f"Hint: {side[with_net]} has network prefixes ({quote(ex[with_net])}) where "
+                f"{side[without]} has none ({quote(ex[without])}): write the stations the same way "
                 "on both sides.")
     if meets(_net_sta):
         x, y = _example_pair(a, b, _net_sta)
-        return (f"Hint: the same NET.STA with different location/channel codes ({x!r} in "
-                f"{side['a']}, {y!r} in {side['b']}); rerun with --station-key net.sta (Python: "
+        return (f"Hint: the same NET.STA with different location/channel codes ({quote(x)} in "
+                f"{side['a']}, {quote(y)} in {side['b']}); rerun with --station-key net.sta (Python: "
                 "station_key=\"net.sta\") to compare stations as NET.STA on both sides.")
     sep = str.maketrans({"_": ".", "-": ".", ":": ".", " ": "."})
     if meets(lambda s: s.translate(sep)):
         x, y = _example_pair(a, b, lambda s: s.translate(sep))
-        return (f"Hint: the same codes with different separators ({x!r} in {side['a']}, {y!r} "
+        return (f"Hint: the same codes with different separators ({quote(x)} in {side['a']}, {quote(y)} "
                 f"in {side['b']}).")
     if meets(lambda s: _station_code(s).casefold()):
         x, y = _example_pair(a, b, lambda s: _station_code(s).casefold())
-        return (f"Hint: the station codes match once network and case are ignored ({x!r} in "
-                f"{side['a']}, {y!r} in {side['b']}).")
+        return (f"Hint: the station codes match once network and case are ignored ({quote(x)} in "
+                f"{side['a']}, {quote(y)} in {side['b']}).")
     return ""
 
 
@@ -172,19 +174,24 @@ def nothing_left(source: str, role: str, rows: dict | None = None) -> str:
     rows = rows or {}
     n = int(rows.get("rows_read") or 0)
     invalid = int(rows.get("invalid_dropped") or 0)
-    dropped = {str(k): int(v) for k, v in (rows.get("dropped_phases") or {}).items()}
+    # The phases as io.text.top_counts caps them: a few names, and under "…" how many more names and rows.
+    dropped = dict(rows.get("dropped_phases") or {})
+    rest = dropped.pop("…", None) or {}
+    dropped = {str(k): int(v) for k, v in dropped.items()}
+    n_dropped = sum(dropped.values()) + int(rest.get("rows", 0))
     if not n:
         return f"{head} (no P- or S-like rows, or every row was dropped). {accepted}"
     parts = []
     if dropped:
         found = sorted(dropped.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = ", ".join(f"{k!r}: {v}" for k, v in found[:10]) + (" …" if len(found) > 10 else "")
-        parts.append(f"{sum(dropped.values())} have a phase that is neither P- nor S-like (found {shown})")
+        more = len(found) - 10 + int(rest.get("names", 0))
+        shown = ", ".join(f"{quote(k)}: {v}" for k, v in found[:10]) + (f" and {more:,} more" if more > 0 else "")
+        parts.append(f"{n_dropped} have a phase that is neither P- nor S-like (found {shown})")
     if invalid:
         parts.append(f"{invalid} were dropped as invalid (drop_invalid)")
     if not parts:
         return f"{head} (no P- or S-like rows, or every row was dropped). {accepted}"
-    if dropped and not invalid and sum(dropped.values()) == n:
+    if dropped and not invalid and n_dropped == n:
         return (f"{head}: none of its {n} row(s) has a P- or S-like phase "
                 f"(found {shown}). {accepted}")
     return f"{head}: of its {n} row(s), " + " and ".join(parts) + f". {accepted}"
@@ -275,7 +282,7 @@ def span_error(d: str, plan: ScopePlan, n_ref: int, residual_tol_ns: int,
     width = max(len(a_label), len(p_label))
     a_label, p_label = a_label.ljust(width), p_label.ljust(width)
     return (
-        f"dataset {d!r}: {what} (± residual_tol {residual_tol_ns / 1e9:g} s), "
+        f"dataset {quote(d)}: {what} (± residual_tol {residual_tol_ns / 1e9:g} s), "
         f"so none of its {n_ref} arrival(s) at scored stations can be scored.\n"
         f"  {a_label} {iso(r0)} … {iso(r1)}\n"
         f"  {p_label} {iso(p0)} … {iso(p1)}"

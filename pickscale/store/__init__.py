@@ -22,6 +22,8 @@ The package, one concept per module:
     every file's size and SHA-256 (``pickscale-manifest.json``), and their check;
 :mod:`~pickscale.store.paths`
     the target's checks and its hidden ``.<name>.<kind>-<pid>-<random>`` siblings;
+:mod:`~pickscale.store.lease`
+    who owns a lock or a temporary: host, boot id, pid and a lease renewed while its run lives;
 :mod:`~pickscale.store.locks`
     the writer lock (:func:`reserved` holds it for a whole run);
 :mod:`~pickscale.store.cleanup`
@@ -29,7 +31,13 @@ The package, one concept per module:
 :mod:`~pickscale.store.publish`
     the atomic save (:func:`save`): written aside, checked in, renamed into place;
 :mod:`~pickscale.store.read`
-    the checked, consistent read (:func:`open_results`), retried when the store is replaced meanwhile.
+    the checked, consistent read (:func:`open_results`), retried when the store is replaced meanwhile;
+:mod:`~pickscale.store.consistency`
+    what a results store must satisfy when it is opened (SPEC §15): counts within their bounds, derived
+    metrics equal to what the counts give, options, extent and pairs well formed;
+:mod:`~pickscale.store.remote`
+    stores on object storage (``s3://``, ``gs://``; the extra ``pickscale[cloud]``): Icechunk
+    repositories, one commit per save, earlier versions readable.
 
 Example
 -------

@@ -2,9 +2,11 @@
 
 A run killed while saving leaves ``.<name>.tmp-<pid>-<random>`` (a
 half-written store) or ``.<name>.old-<pid>-<random>`` (the previous store,
-about to be deleted) next to the target; :func:`cleanup_stale` removes those
-of processes that are gone, and puts a previous store back when the target
-is missing.
+about to be deleted) next to the target, each with its lease
+``<sibling>.lease`` (:mod:`.lease`); :func:`cleanup_stale` removes those of
+runs that are gone -- on this host, whose pid no longer runs; on another host
+of a shared file system, whose lease has expired -- and puts a previous store
+back when the target is missing.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import shutil
 
 from pickscale.errors import StoreError
 
-from .locks import HELD, acquire_lock, pid_running, release_lock
-from .paths import PathLike, absolute, siblings
+from . import lease
+from .locks import HELD, acquire_lock, release_lock
+from .paths import PathLike, local_store_path, siblings
 from .schema import is_pickscale_store
 
 __all__ = ["cleanup_stale", "remove_dead_siblings"]
@@ -27,11 +30,13 @@ def cleanup_stale(path: PathLike) -> list[pathlib.Path]:
 
     A run that is killed while saving leaves ``.<name>.tmp-<pid>-<random>``
     (a half-written store) or ``.<name>.old-<pid>-<random>`` (the previous
-    store, about to be deleted) next to the target.  Those whose pid no
-    longer runs on this machine are removed; those of running processes are
-    left alone.  If the run died between moving the previous store aside and
-    moving the new one in, so that the target is missing, the newest such
-    previous store is put back at the target instead of being deleted.
+    store, about to be deleted) next to the target.  Those of runs that are
+    gone are removed -- written on this machine by a pid that no longer runs,
+    or on another machine sharing the folder and whose lease (renewed while
+    that run lives) has expired; those of live runs are left alone.  If the
+    run died between moving the previous store aside and moving the new one
+    in, so that the target is missing, the newest such previous store is put
+    back at the target instead of being deleted.
 
     Parameters
     ----------
@@ -41,7 +46,8 @@ def cleanup_stale(path: PathLike) -> list[pathlib.Path]:
     Returns
     -------
     list of pathlib.Path
-        The siblings removed (not including a previous store put back).
+        The siblings removed (not including a previous store put back), and leases left without their
+        temporary.
 
     Examples
     --------
@@ -49,7 +55,7 @@ def cleanup_stale(path: PathLike) -> list[pathlib.Path]:
     >>> cleanup_stale(pathlib.Path(tempfile.mkdtemp()) / "results.zarr")
     []
     """
-    target = absolute(path)
+    target = local_store_path(path, what="results store")
     if not target.parent.is_dir():
         return []
     if target in HELD:  # reserved by this process: we are the lock holder
@@ -76,20 +82,29 @@ def remove_dead_siblings(target: pathlib.Path, kinds: tuple[str, ...]) -> list[p
     removed = []
     for kind in kinds:
         for sibling, pid in siblings(target, kind):
-            if pid_running(pid):
+            if not lease.sibling_stale(sibling, pid):
                 continue
             _remove_path(sibling)
             if not os.path.lexists(sibling):
                 removed.append(sibling)
+                _remove_path(lease.sidecar(sibling))
+        for orphan, pid in siblings(target, kind, suffix=lease.SIDECAR_SUFFIX):
+            # A lease whose temporary is gone: its run died before creating it, or after removing it.
+            base = orphan.with_name(orphan.name.removesuffix(lease.SIDECAR_SUFFIX))
+            if not os.path.lexists(base) and lease.sibling_stale(base, pid):
+                _remove_path(orphan)
+                if not os.path.lexists(orphan):
+                    removed.append(orphan)
     return sorted(removed)
 
 
 def _restore_newest_old(target: pathlib.Path) -> None:
     """Put back the previous store a dead run moved aside before dying."""
-    dead = [(p.stat().st_mtime, p) for p, pid in siblings(target, "old") if not pid_running(pid)]
+    dead = [(p.stat().st_mtime, p) for p, pid in siblings(target, "old") if lease.sibling_stale(p, pid)]
     candidates = [p for _, p in sorted(dead, reverse=True) if is_pickscale_store(p)]
     if candidates:
         os.rename(candidates[0], target)
+        _remove_path(lease.sidecar(candidates[0]))
 
 
 def _remove_path(path: pathlib.Path) -> None:

@@ -1,11 +1,12 @@
-"""The writer lock of a results store (POSIX, one machine), kept apart as xarray keeps backends/locks.py.
+"""The writer lock of a results store, kept apart as xarray keeps backends/locks.py.
 
-A lock file ``.<name>.lock`` next to the target, created exclusively and
-holding the writer's pid and host, lets only one run at a time write a given
-target.  When a run dies its lock stays behind and is taken over by the next
-run once its pid no longer runs.  The lock and the pid checks assume every
-writer of a folder runs on the same machine (pids mean nothing across hosts
-on a shared file system).
+A lock file ``.<name>.lock`` next to the target, created exclusively, lets only
+one run at a time write a given target.  It holds the writer's *owner record*
+(:mod:`.lease`): host, boot id, pid and a lease that a background thread renews
+while the run lives.  When a run dies its lock stays behind and is taken over
+by the next run: at once when it was written on this host and its pid no
+longer runs, and, when it was written on another host of a shared file system
+(where a pid here means nothing), only once its lease has expired.
 
 ``pickscale score`` holds the lock for its whole run (:func:`reserved`), so a
 second run aimed at the same folder stops before computing, and the tables
@@ -21,23 +22,27 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import pathlib
-import socket
 import stat as _stat
 import time
 from collections.abc import Iterator
 
 from pickscale.errors import StoreError
 
-from .paths import PathLike, absolute, check_parent, describe, sibling
+from . import lease
+from .lease import pid_running
+from .paths import PathLike, check_parent, describe, local_store_path, sibling
 
-__all__ = ["HELD", "reserved", "pid_running", "lock_path", "acquire_lock", "release_lock", "read_lock"]
+__all__ = ["HELD", "reserved", "pid_running", "lock_path", "acquire_lock", "release_lock", "read_lock",
+           "confirm_held"]
 
-# A lock that holds no readable pid yet (its writer is between creating and
+# A lock that holds no readable record yet (its writer is between creating and
 # writing it) is treated as held for this long before it counts as stale.
-_EMPTY_LOCK_GRACE_S = 30.0
+_EMPTY_LOCK_GRACE_S = lease.EMPTY_GRACE_S
+
+#: The token of each lock this process holds: lock file -> token.
+_TOKENS: dict[pathlib.Path, str] = {}
 
 #: Targets whose lock this process holds for a whole run (see :func:`reserved`):
 #: target path -> lock file.
@@ -82,7 +87,16 @@ def reserved(path: PathLike) -> Iterator[pathlib.Path]:
     >>> sorted(p.name for p in target.parent.iterdir())
     ['results.zarr']
     """
-    target = absolute(path)
+    from .remote import is_remote
+
+    if is_remote(path):  # a store on object storage: a writer session, whose commit fails if another came first
+        from .remote import check_remote
+        from .remote import reserved as remote_reserved
+
+        with remote_reserved(check_remote(os.fspath(path)), overwrite=True):
+            yield os.fspath(path)  # type: ignore[misc]  # (a URL)
+        return
+    target = local_store_path(path, what="results store")
     check_parent(target)
     if target in HELD:
         raise StoreError(f"cannot reserve {target}: this process has already reserved it")
@@ -95,26 +109,6 @@ def reserved(path: PathLike) -> Iterator[pathlib.Path]:
         release_lock(lock)
 
 
-def pid_running(pid: int) -> bool:
-    """Whether a process with this pid runs on this machine (zombies do not count)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, owned by someone else
-    except OSError:
-        return False
-    try:
-        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc (macOS): trust kill()
-    # The state follows the parenthesised command name, which may hold spaces.
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
 def lock_path(target: pathlib.Path) -> pathlib.Path:
     """The lock file of a target, ``.<name>.lock``."""
     return target.parent / f".{target.name}.lock"
@@ -123,7 +117,7 @@ def lock_path(target: pathlib.Path) -> pathlib.Path:
 def acquire_lock(target: pathlib.Path) -> pathlib.Path:
     """Create the lock file exclusively, taking over a lock whose owner died."""
     lock = lock_path(target)
-    content = f"{os.getpid()} {socket.gethostname()}\n".encode()
+    token = lease.new_token()
     for _attempt in range(5):
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -136,62 +130,56 @@ def acquire_lock(target: pathlib.Path) -> pathlib.Path:
                 f"({describe(exc)}); is the folder writable?"
             ) from exc
         try:
-            os.write(fd, content)
+            os.write(fd, lease.record(token))
         finally:
             os.close(fd)
+        _TOKENS[lock] = token
+        lease.renewing(lock, token)
         return lock
     raise StoreError(f"cannot save results to {target}: could not take the lock file {lock}; try again")
 
 
 def read_lock(lock: pathlib.Path) -> tuple[int | None, str | None, float]:
     """The pid and host in a lock file, and its age in seconds."""
-    try:
-        text = lock.read_text(encoding="utf-8", errors="replace")
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return None, None, math.inf
-    parts = text.split()
-    pid = int(parts[0]) if parts and parts[0].isdigit() else None
-    host = parts[1] if len(parts) > 1 else None
-    return pid, host, age
+    owner, age = lease.read_owner(lock)
+    return (owner.pid, owner.host, age) if owner is not None else (None, None, age)
 
 
 def _take_over_if_stale(lock: pathlib.Path, target: pathlib.Path) -> None:
-    """Remove ``lock`` if its owner is dead; raise StoreError if it is alive."""
+    """Remove ``lock`` if its owner is gone (:func:`.lease.alive`); raise StoreError if it may be alive."""
     try:
-        pid, host, age = read_lock(lock)
+        with open(lock, "rb") as f:
+            judged = f.read()
+            age = time.time() - os.fstat(f.fileno()).st_mtime
+    except FileNotFoundError:
+        return  # vanished meanwhile: just try to create it again
     except OSError as exc:  # e.g. another user's lock this account may not read
         raise StoreError(
             f"cannot save results to {target}: the lock file {lock} is in the way and cannot be read "
             f"({describe(exc)}){_owner_note(lock)}; if no pickscale run is writing {target}, delete "
             f"{lock} (or ask its owner to), or choose another output folder"
         ) from None
-    if age == math.inf:
-        return  # vanished meanwhile: just try to create it again
-    other_host = host is not None and host != socket.gethostname()
-    empty_and_young = pid is None and age < _EMPTY_LOCK_GRACE_S
-    if other_host or empty_and_young or (pid is not None and pid_running(pid)):
-        who = f"pid {pid}" if pid is not None else "a process"
-        where = f" on {host}" if other_host else ""
-        raise StoreError(
-            f"cannot save results to {target}: another pickscale run ({who}{where}) is writing it "
-            f"right now (lock file {lock}); wait for it to finish, or delete the lock file if "
-            "that run no longer exists"
-        )
+    owner = lease.parse(judged)
+    if (owner is None and age < _EMPTY_LOCK_GRACE_S) or (owner is not None and lease.alive(owner)):
+        raise StoreError(_held_message(lock, target, owner))
     # Stale.  Move it aside under a unique name rather than unlinking, then
-    # check we moved the lock we judged: another run may have replaced it.
+    # check we moved the lock we judged: another run may have replaced it, or
+    # its owner renewed it meanwhile.
     aside = sibling(target, "stalelock")
     try:
         os.rename(lock, aside)
     except FileNotFoundError:
         return
     except OSError as exc:  # a sticky folder (like /tmp) and a lock of another user, a read-only folder
-        raise StoreError(_stuck_lock_message(lock, target, pid, exc)) from None
-    moved_pid, _, _ = read_lock(aside)
-    if moved_pid == pid:
+        raise StoreError(_stuck_lock_message(lock, target, owner.pid if owner else None, exc)) from None
+    try:
+        moved = aside.read_bytes()
+    except OSError:
+        moved = None
+    if moved == judged:
         aside.unlink(missing_ok=True)
         return
-    # We took a fresh lock of a live run: give it back (link fails if a third
+    # We took a fresh (or just renewed) lock of a live run: give it back (link fails if a third
     # run already made a new one, which then holds the lock instead).
     try:
         os.link(aside, lock)
@@ -201,6 +189,34 @@ def _take_over_if_stale(lock: pathlib.Path, target: pathlib.Path) -> None:
     raise StoreError(
         f"cannot save results to {target}: another pickscale run is writing it right now "
         f"(lock file {lock}); wait for it to finish"
+    )
+
+
+def _held_message(lock: pathlib.Path, target: pathlib.Path, owner: lease.Owner | None) -> str:
+    """Another run holds the lock: who, where, and what to do."""
+    text = (f"cannot save results to {target}: another pickscale run ({lease.describe_owner(owner)}) is writing "
+            f"it right now (lock file {lock}); wait for it to finish")
+    if owner is not None and not owner.here and owner.expires is not None:
+        return text + (f"; if {owner.host} is down, its lock is taken over once the lease has expired "
+                       f"(it lasts {lease.lease_seconds():g} s without renewal)")
+    return text + ", or delete the lock file if that run no longer exists"
+
+
+def confirm_held(target: pathlib.Path) -> None:
+    """Raise StoreError unless this process still holds the lock of ``target`` (its lease may have run out)."""
+    lock = HELD.get(target, lock_path(target))
+    token = _TOKENS.get(lock)
+    try:
+        owner, _ = lease.read_owner(lock)
+    except OSError:
+        owner = None
+    if token is not None and not lease.lost(lock) and owner is not None and owner.token == token:
+        return
+    raise StoreError(
+        f"could not save results to {target}: this run lost its lock {lock} (its lease expired -- was the "
+        f"process stopped, or the file system unreachable, for more than {lease.lease_seconds():g} s? -- and "
+        f"{'another run (' + lease.describe_owner(owner) + ') took it over' if owner else 'it is gone'}); "
+        "nothing was changed at the target"
     )
 
 
@@ -239,6 +255,11 @@ def _stuck_lock_message(lock: pathlib.Path, target: pathlib.Path, pid: int | Non
 
 def release_lock(lock: pathlib.Path) -> None:
     """Remove ``lock`` if this process holds it."""
-    pid, _, _ = read_lock(lock)
-    if pid == os.getpid():
+    token = _TOKENS.pop(lock, None)
+    lease.release(lock)
+    try:
+        owner, _ = lease.read_owner(lock)
+    except OSError:
+        return
+    if owner is not None and owner.pid == os.getpid() and owner.here and (token is None or owner.token == token):
         lock.unlink(missing_ok=True)

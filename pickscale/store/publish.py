@@ -23,17 +23,18 @@ import zarr
 
 from pickscale.errors import StoreError
 
+from . import lease
 from .cleanup import remove_dead_siblings
 from .codec import sanitise
-from .locks import HELD, acquire_lock, release_lock
+from .locks import HELD, acquire_lock, confirm_held, release_lock
 from .manifest import write_manifest
-from .paths import PathLike, absolute, check_parent, check_replaceable, describe, fsync_dir, sibling
+from .paths import PathLike, check_parent, check_replaceable, describe, fsync_dir, local_store_path, sibling
 from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
 
 __all__ = ["save"]
 
 
-def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.Path:
+def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.Path | str:
     """Write a results dataset to a Zarr v3 store, atomically.
 
     The dataset is first cleaned for Zarr v3 (text as NumPy ``StringDType``,
@@ -49,15 +50,18 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
         writing.  The caller's dataset is never modified.
     path : str or os.PathLike
         The store folder to create, conventionally ending in ``.zarr``.  Its
-        parent folder must exist and be writable.
+        parent folder must exist and be writable.  Or, with the extra
+        ``pickscale[cloud]``, a URL of object storage (``s3://bucket/run/results.zarr``):
+        the store is then an Icechunk repository and each save a new version
+        of it (:mod:`pickscale.store.remote`).
     overwrite : bool, default False
         Replace an existing pickscale store at ``path``.  A path holding
         anything that is not a pickscale store is never replaced.
 
     Returns
     -------
-    pathlib.Path
-        The absolute path of the written store.
+    pathlib.Path or str
+        The absolute path of the written store (a URL: the URL).
 
     Raises
     ------
@@ -98,7 +102,15 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
     >>> save(ds, target, overwrite=True).name
     'results.zarr'
     """
-    target = absolute(path)
+    from .remote import is_remote
+
+    if is_remote(path):
+        from .remote import check_remote, save_remote
+
+        url = check_remote(os.fspath(path))
+        save_remote(ds, url, overwrite=overwrite)
+        return url
+    target = local_store_path(path, what="results store")
     check_parent(target)
     check_replaceable(target, overwrite)
     clean = sanitise(ds)  # before taking the lock: a bad dataset fails fast
@@ -110,13 +122,31 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
         check_replaceable(target, overwrite)
         remove_dead_siblings(target, kinds=("tmp",))
         tmp = sibling(target, "tmp")
-        _write_complete_store(clean, tmp, target)
-        _move_into_place(tmp, target)
+        _claim(tmp, target)  # before the temporary: another host sees whose it is, and until when
+        try:
+            _write_complete_store(clean, tmp, target)
+            confirm_held(target)  # a lease that ran out meanwhile: another run may be writing
+            _move_into_place(tmp, target)
+        except BaseException:
+            if os.path.lexists(tmp):
+                _remove_temporary(tmp)
+            raise
+        finally:
+            lease.drop(tmp)
     finally:
         if lock is not None:
             release_lock(lock)
     fsync_dir(target.parent)
     return target
+
+
+def _claim(path: pathlib.Path, target: pathlib.Path) -> None:
+    """The lease of a temporary sibling (:func:`.lease.claim`); a failure is a StoreError."""
+    try:
+        lease.claim(path)
+    except OSError as exc:
+        raise StoreError(f"could not write results to {target}: {describe(exc)}; nothing was changed at the "
+                         "target") from exc
 
 
 def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.Path) -> None:
@@ -170,22 +200,26 @@ def _move_into_place(tmp: pathlib.Path, target: pathlib.Path) -> None:
         _rename_or_fail(tmp, target, target, tmp, "nothing was changed at the target")
         return
     old = sibling(target, "old")
-    _rename_or_fail(target, old, target, tmp, "the previous store is unchanged")
+    _claim(old, target)
     try:
-        os.rename(tmp, target)
-    except BaseException as exc:
+        _rename_or_fail(target, old, target, tmp, "the previous store is unchanged")
         try:
-            os.rename(old, target)  # put the previous store back
-            kept = "the previous store is back in place"
-        except OSError:
-            kept = f"the previous store is kept at {old}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        raise StoreError(f"could not move the new results into {target}: {describe(exc)}; {kept}") from exc
-    # The new store is in place; a failure to delete the old one only leaves
-    # a hidden sibling that cleanup_stale removes once this process is gone.
-    shutil.rmtree(old, ignore_errors=True)
+            os.rename(tmp, target)
+        except BaseException as exc:
+            try:
+                os.rename(old, target)  # put the previous store back
+                kept = "the previous store is back in place"
+            except OSError:
+                kept = f"the previous store is kept at {old}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise StoreError(f"could not move the new results into {target}: {describe(exc)}; {kept}") from exc
+        # The new store is in place; a failure to delete the old one only leaves
+        # a hidden sibling that cleanup_stale removes once this run is gone.
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        lease.drop(old)
 
 
 def _rename_or_fail(

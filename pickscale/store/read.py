@@ -24,8 +24,9 @@ import xarray as xr
 from pickscale.errors import StoreError
 
 from .codec import dataset_from_files
+from .consistency import check_results
 from .manifest import MANIFEST, check_manifest
-from .paths import PathLike, absolute, describe, siblings
+from .paths import PathLike, describe, local_store_path, siblings
 from .schema import check_pickscale_attrs, read_root_meta, root_attrs
 
 __all__ = ["open_results"]
@@ -34,7 +35,7 @@ __all__ = ["open_results"]
 _READ_ATTEMPTS = 5
 
 
-def open_results(path: PathLike) -> xr.Dataset:
+def open_results(path: PathLike, *, version: str | None = None) -> xr.Dataset:
     """Read a complete pickscale results store into memory, checked.
 
     The store is checked before it is opened: it must exist, be a Zarr v3
@@ -61,7 +62,12 @@ def open_results(path: PathLike) -> xr.Dataset:
     Parameters
     ----------
     path : str or os.PathLike
-        The store folder written by :func:`~pickscale.store.save` (or ``pickscale score``).
+        The store folder written by :func:`~pickscale.store.save` (or ``pickscale score``),
+        or the URL of a store on object storage (``s3://bucket/run/results.zarr``, with
+        the extra ``pickscale[cloud]``): one snapshot of it is read.
+    version : str, optional
+        A store on object storage only: the version to read (as listed by
+        :func:`pickscale.store.remote.versions`); default the latest.
 
     Returns
     -------
@@ -80,8 +86,14 @@ def open_results(path: PathLike) -> xr.Dataset:
         was written with another store schema (an earlier pickscale's store
         must be written again by ``pickscale score``), is damaged (its
         manifest is missing or unreadable, or files are missing, changed or
-        not listed in it: the message names them), or was replaced while
-        being read on every attempt.
+        not listed in it: the message names them), was replaced while
+        being read on every attempt, or -- a store of results -- contradicts
+        itself although every hash matches (an edited value or attribute with
+        its manifest written again: counts that break SPEC's invariants,
+        a metric other than its counts give, options or an ``extent`` that
+        do not parse, pair indices out of range; SPEC §15,
+        :mod:`pickscale.store.consistency`): the message names the variable
+        or attribute and the first offending cells.
 
     Examples
     --------
@@ -93,14 +105,21 @@ def open_results(path: PathLike) -> xr.Dataset:
     >>> res["emitted"].sel(phase="S").item()
     7
     """
-    store = absolute(path)
+    from .remote import is_remote
+
+    if is_remote(path) or version is not None:
+        return _open_version(path, version)
+    store = local_store_path(path, what="results store")
     for attempt in range(_READ_ATTEMPTS):
         try:
             files = _checked_snapshot(store)
         except _Replaced:
             time.sleep(0.005 * 2**attempt)
             continue
-        return dataset_from_files(store, files)
+        ds = dataset_from_files(store, files)
+        # The manifest catches accidents, not edits: the numbers must also agree with each other.
+        check_results(store, ds)
+        return ds
     if not os.path.lexists(store):
         raise StoreError(f"no results store at {store}: the path does not exist")
     raise StoreError(
@@ -108,6 +127,16 @@ def open_results(path: PathLike) -> xr.Dataset:
         f"{_READ_ATTEMPTS} times in a row (is `pickscale score --overwrite` writing it again and "
         "again?); try again once that run has finished"
     )
+
+
+def _open_version(path: PathLike, version: str | None) -> xr.Dataset:
+    """A store on object storage (:mod:`.remote`), at its latest version or at ``version``."""
+    from .remote import check_remote, is_remote, open_remote
+
+    if not is_remote(path):
+        raise StoreError(f"results store {path}: a local store has one version; version= is for stores on "
+                         "object storage (s3://…)")
+    return open_remote(check_remote(os.fspath(path)), version=version)
 
 
 class _Replaced(Exception):

@@ -39,7 +39,9 @@ __all__ = [
 #: Layout version of the results store; bumped when the store's layout changes.
 #: 2: the manifest holds a SHA-256 of every file, root ``zarr.json`` included, and is required
 #: (schema 1 listed sizes only, without the root metadata; such stores are refused: re-run score).
-SCHEMA_VERSION: int = 2
+#: 3: the extent keeps each stretch's arrival spans and the station_key (SPEC §11), and the metrics of a phase
+#: without reference arrivals are NaN (SPEC §4), which a store is checked against on opening (SPEC §15).
+SCHEMA_VERSION: int = 3
 
 COMPLETE = "pickscale_complete"
 SCHEMA = "pickscale_schema"

@@ -66,6 +66,47 @@ def test_score_without_ci_writes_no_interval(inputs, tmp_path, capsys):
     assert "mae_lo" in pd.read_csv(tmp_path / "ci" / "timing.csv").columns
 
 
+def _rows_of(folder: Path, dataset: str) -> dict[str, list[str]]:
+    """The lines of ``dataset`` (first column) in the tables that carry intervals, byte for byte."""
+    out = {}
+    for name in ("detection", "timing", "calibration", "model_differences"):
+        lines = (folder / f"{name}.csv").read_bytes().decode("utf-8").splitlines()
+        assert lines[0].startswith("dataset,"), name
+        out[name] = [lines[0]] + [line for line in lines[1:] if line.split(",", 1)[0] == dataset]
+        assert len(out[name]) > 1, name
+    return out
+
+
+def test_a_datasets_intervals_do_not_change_with_other_datasets(tmp_path, capsys):
+    # Issue 20 item 6: ds1 scored alone, beside ds2 (sorting after), beside ds0 (sorting first), and in a
+    # store of ds1, ds2 extended by ds0 and reported with --ci: ds1's rows, intervals included, are the same
+    # bytes every time.
+    cat = plain_catalogue(seed=8, n_datasets=3, n_stations=4, n_events=6, models=("alpha", "beta"))
+
+    def inputs(names, tag):
+        ref, picks = tmp_path / f"{tag}_reference.csv", tmp_path / f"{tag}_picks.csv"
+        cat.reference[cat.reference.dataset.isin(names)].to_csv(ref, index=False, lineterminator="\n")
+        cat.picks[cat.picks.dataset.isin(names)].to_csv(picks, index=False, lineterminator="\n")
+        return ref, picks
+
+    def score(names, tag, *flags):
+        ref, picks = inputs(names, tag)
+        code, err = run(["score", "--reference", ref, "--picks", picks, "--out", tmp_path / tag, *flags], capsys)
+        assert code == 0, err
+        return tmp_path / tag
+
+    alone = _rows_of(score(["ds1"], "alone", "--ci"), "ds1")
+    assert alone == _rows_of(score(["ds1", "ds2"], "after", "--ci"), "ds1")
+    assert alone == _rows_of(score(["ds0", "ds1", "ds2"], "first", "--ci"), "ds1")
+    stored = score(["ds1", "ds2"], "stored")
+    ref, picks = inputs(["ds0"], "added")
+    code, err = run(["extend", stored, "--reference", ref, "--picks", picks], capsys)
+    assert code == 0, err
+    code, err = run(["report", stored / "results.zarr", "--out", tmp_path / "extended", "--ci"], capsys)
+    assert code == 0, err
+    assert alone == _rows_of(tmp_path / "extended", "ds1")
+
+
 @pytest.mark.parametrize("flags, said", [(["--ci", "1.5"], "--ci"), (["--budget", "5,5"], "--budget")])
 def test_bad_ci_or_budget_exit_2_nothing_written(inputs, tmp_path, capsys, flags, said):
     ref, picks = inputs

@@ -81,6 +81,10 @@ REFUSALS = {
     "exhaustive": (["--exhaustive"], "--exhaustive True differs"),
     "time_bin": (["--time-bin", "1h"], "--time-bin '1h' differs"),
     "budget": (["--budget", "3"], "--budget 3 differs"),
+    "group_by": (["--group-by", "magnitude:1,2"], "--group-by 'magnitude:1,2' differs from the store's (none)"),
+    "tols": (["--tols", "0.1,0.5"], "--tols [0.1, 0.5] differs from the store's (none)"),
+    "station_key": (["--station-key", "net.sta"], "--station-key 'net.sta' differs from the store's ('as-is')"),
+    "ci": (["--ci", "1.5"], "--ci LEVEL must lie strictly between 0 and 1"),
     "overlap": (["--picks-of", "m1"], "already stored over an overlapping span: m1"),
     "reference": (["--reference-of", "ref_moved"], "the reference disagrees"),
     "no-store": (["--dir", "missing"], "no results store"),
@@ -175,3 +179,21 @@ def test_killed_extend_leaves_the_old_store_intact(delay, inputs, tmp_path):
     assert run("report", out / "results.zarr", "--quiet", "--no-figures", "--overwrite") == 0
     for name in TABLE_NAMES:
         assert (out / f"{name}.csv").read_bytes() == (whole / f"{name}.csv").read_bytes(), name
+
+
+@pytest.mark.parametrize("level", [None, "0.9"])
+def test_extending_a_ci_store_gives_the_ci_outputs_of_one_run(level, inputs, tmp_path):
+    # The store was scored with --ci 0.9; extending it (with --ci 0.9 again, or without: the store's level) draws
+    # the intervals again on the merged counts: every table, model_differences.csv included, as one run gives.
+    whole, out = tmp_path / "whole", tmp_path / "out"
+    score(whole, inputs["ref"], inputs["picks"], "--ci", "0.9")
+    score(out, inputs["ref"], inputs["m1"], "--ci", "0.9")
+    flags = [] if level is None else ["--ci", level]
+    assert run("extend", out, "--reference", inputs["ref"], "--picks", inputs["m2"], "--quiet", "--no-figures",
+               *flags) == 0
+    written = sorted(p.name for p in out.glob("*.csv"))
+    assert "model_differences.csv" in written and written == sorted(p.name for p in whole.glob("*.csv"))
+    for name in written:
+        assert (out / name).read_bytes() == (whole / name).read_bytes(), name
+    assert "recall_lo" in (out / "detection.csv").read_text().splitlines()[0]
+    assert open_results(out / "results.zarr").attrs["bootstrap"]["level"] == 0.9

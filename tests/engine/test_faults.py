@@ -231,7 +231,40 @@ def test_worker_killed_mid_run_completes_identically(big, cluster, run_b, exchan
 # --------------------------------------------------------------------------- the command killed mid-run
 
 
-def start_score(big, out: Path, *extra: str) -> subprocess.Popen:
+#: Loaded by every Python process of the command (PYTHONPATH): in a worker process of its cluster, the first read
+#: of a Parquet input says so in a file and then waits — the test kills the command while a worker is reading,
+#: whatever the machine's speed (polling for an open file missed short reads on a loaded machine).
+_HOLD_READS = """
+import os, pathlib, sys, time
+# A process that multiprocessing spawned (a worker of the command's local cluster), not the command itself.
+if "--multiprocessing-fork" in sys.argv and os.environ.get("PICKSCALE_TEST_READING"):
+    import pyarrow.parquet as pq
+    marker = pathlib.Path(os.environ["PICKSCALE_TEST_READING"])
+
+    def _hold(real):
+        def read(self, *args, **kwargs):
+            marker.touch()
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:  # until this process is interrupted or killed
+                time.sleep(0.05)
+            return real(self, *args, **kwargs)
+        return read
+
+    pq.ParquetFile.read = _hold(pq.ParquetFile.read)
+    pq.ParquetFile.read_row_groups = _hold(pq.ParquetFile.read_row_groups)
+"""
+
+
+def holding_reads(folder: Path) -> tuple[dict[str, str], Path]:
+    """The environment that makes the command's workers hold their first read, and the file that says one has."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_HOLD_READS)
+    marker = folder / "a-worker-is-reading"
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "PICKSCALE_TEST_READING": str(marker)}, marker
+
+
+def start_score(big, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     argv = console_script() + ["score", "--reference", str(big[0]), "--picks", str(big[1]), "--out", str(out),
                                "--workers", "1", "--no-figures", "--quiet", *extra]
     # The command is started as from a terminal, where Ctrl-C reaches it.  A test run started in the
@@ -240,7 +273,7 @@ def start_score(big, out: Path, *extra: str) -> subprocess.Popen:
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+                                start_new_session=True, env=None if env is None else {**os.environ, **env})
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -261,23 +294,6 @@ def store_tables(path: Path) -> dict[str, bytes] | None:
     if not os.path.lexists(path):
         return None
     return csv_tables(open_results(path).load())
-
-
-def reading_inputs(proc: subprocess.Popen, folder: Path) -> bool:
-    """Whether a worker process of the command has one of the input files open (it is computing)."""
-    import psutil
-
-    try:
-        workers = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return False
-    for worker in workers:
-        try:
-            if any(f.path.startswith(str(folder)) for f in worker.open_files()):
-                return True
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return False
 
 
 # Points of a run, found from what the run does (not from the clock, which differs between machines):
@@ -304,12 +320,13 @@ def test_command_killed_mid_run(sig, when, previous, big, small, run_a, run_b, c
     else:
         out.mkdir()
     target = out / "results.zarr"
-    proc = start_score(big, out, "--overwrite")
+    env, reading = holding_reads(tmp_path / "hold") if when == "computing" else (None, None)
+    proc = start_score(big, out, "--overwrite", env=env)
     try:
         # The run has started (it holds the store's lock) ...
         wait_for(lambda: (out / ".results.zarr.lock").exists(), proc, 90, "the run reserved its target")
-        if when == "computing":  # ... and a worker reads the inputs
-            wait_for(lambda: reading_inputs(proc, big[0].parent), proc, 120, "a worker read the inputs")
+        if when == "computing":  # ... and a worker reads the inputs (and waits there until the signal)
+            wait_for(reading.exists, proc, 300, "a worker read the inputs")
         elif when == "saving":  # ... and it writes its temporary store
             wait_for(lambda: any(n.startswith(".results.zarr.tmp-") for n in os.listdir(out)), proc, 120,
                      "the run started writing its store")

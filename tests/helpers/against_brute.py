@@ -133,9 +133,9 @@ def check_metrics(r, b, case):
             bem, bma, bdu = b.emitted[m, p], b.matched[m, p], b.duplicates[m, p]
 
             # §4 rates: one integer division each -> exact.
-            got_r, got_p, got_f = recall(ma, n_ref_k), precision(ma, em), f1(ma, n_ref_k, em)
+            got_r, got_p, got_f = recall(ma, n_ref_k), precision(ma, em, n_ref_k), f1(ma, n_ref_k, em)
             exp_r = [brute.recall(bma[t], n_ref) for t in range(T)]
-            exp_p = [brute.precision_lb(bma[t], bem[t]) for t in range(T)]
+            exp_p = [brute.precision_lb(bma[t], bem[t], n_ref) for t in range(T)]
             exp_f = [brute.f1_lb(bma[t], n_ref, bem[t]) for t in range(T)]
             exact(got_r, exp_r, "recall")
             exact(got_p, exp_p, "precision_lb")
@@ -175,15 +175,19 @@ def check_metrics(r, b, case):
                     close(sweep[name], ref, what, atol=ATOL)
 
             # §6 calibration from the kernel's bins.
-            n_b, mean_conf, observed = reliability(r.cal_n[m, p], r.cal_conf[m, p], r.cal_hits[m, p])
-            bn, bmc, bob = brute.reliability(b.cal_n[m, p], b.cal_conf[m, p], b.cal_hits[m, p])
+            # SPEC §4: without arrivals of the phase, observed_lb, ece_lb and brier_lb are NaN (n_reference given).
+            n_b, mean_conf, observed = reliability(r.cal_n[m, p], r.cal_conf[m, p], r.cal_hits[m, p],
+                                                   r.n_reference[p])
+            bn, bmc, bob = brute.reliability(b.cal_n[m, p], b.cal_conf[m, p], b.cal_hits[m, p], n_reference=n_ref)
             exact(n_b, bn, "reliability n")
             close(mean_conf, bmc, "mean_conf")
             exact(observed, bob, "observed_lb")
-            close(ece(r.cal_n[m, p], r.cal_conf[m, p], r.cal_hits[m, p]),
-                  brute.ece(b.cal_n[m, p], b.cal_conf[m, p], b.cal_hits[m, p]), "ece_lb", atol=ATOL)  # fmt: skip
-            close(brier(r.brier_sum[m, p], r.cal_n[m, p].sum()),
-                  brute.brier(b.brier_sum[m, p], int(b.cal_n[m, p].sum())), "brier_lb")  # fmt: skip
+            close(ece(r.cal_n[m, p], r.cal_conf[m, p], r.cal_hits[m, p], r.n_reference[p]),
+                  brute.ece(b.cal_n[m, p], b.cal_conf[m, p], b.cal_hits[m, p], n_reference=n_ref), "ece_lb",
+                  atol=ATOL)  # fmt: skip
+            close(brier(r.brier_sum[m, p], r.cal_n[m, p].sum(), r.n_reference[p]),
+                  brute.brier(b.brier_sum[m, p], int(b.cal_n[m, p].sum()), n_reference=n_ref),
+                  "brier_lb")  # fmt: skip
 
         # phase_quality swap rate, both phases.
         exact(

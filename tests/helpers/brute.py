@@ -323,7 +323,11 @@ def recall(matched: int, n_reference: int) -> float:
     return _ratio(matched, n_reference)
 
 
-def precision_lb(matched: int, emitted: int) -> float:
+def precision_lb(matched: int, emitted: int, n_reference: int) -> float:
+    """matched / emitted; NaN when nothing was emitted, and when there is no reference arrival (SPEC §4:
+    nothing to bound)."""
+    if n_reference == 0:
+        return NAN
     return _ratio(matched, emitted)
 
 
@@ -413,18 +417,20 @@ def timing_stats(residual_ns: Sequence[int], tol: float) -> dict:
 # --------------------------------------------------------------------------
 
 
-def reliability(cal_n: Sequence[int], cal_conf: Sequence[float], cal_hits: Sequence[int]):
-    """Per bin: n, mean_conf, observed_lb (NaN for empty bins)."""
+def reliability(cal_n: Sequence[int], cal_conf: Sequence[float], cal_hits: Sequence[int], *, n_reference: int):
+    """Per bin: n, mean_conf, observed_lb (NaN for empty bins; observed_lb NaN in every bin without reference
+    arrivals, SPEC §4 — n and mean_conf are the model's own and stay)."""
     n = [int(x) for x in cal_n]
     mean_conf = [NAN if nb == 0 else float(c) / nb for nb, c in zip(n, cal_conf)]
-    observed = [NAN if nb == 0 else int(h) / nb for nb, h in zip(n, cal_hits)]
+    observed = [NAN if nb == 0 or n_reference == 0 else int(h) / nb for nb, h in zip(n, cal_hits)]
     return n, mean_conf, observed
 
 
-def ece(cal_n: Sequence[int], cal_conf: Sequence[float], cal_hits: Sequence[int]) -> float:
-    """Σ over non-empty bins of (n_b / N)·|mean_conf_b − observed_b|, in exact arithmetic."""
+def ece(cal_n: Sequence[int], cal_conf: Sequence[float], cal_hits: Sequence[int], *, n_reference: int) -> float:
+    """Σ over non-empty bins of (n_b / N)·|mean_conf_b − observed_b|, in exact arithmetic; NaN without picks
+    or without reference arrivals (SPEC §4)."""
     N = sum(int(x) for x in cal_n)
-    if N == 0:
+    if N == 0 or n_reference == 0:
         return NAN
     total = Fraction(0)
     for nb, c, h in zip(cal_n, cal_conf, cal_hits):
@@ -437,8 +443,9 @@ def ece(cal_n: Sequence[int], cal_conf: Sequence[float], cal_hits: Sequence[int]
     return float(total)
 
 
-def brier(brier_sum: float, n_total: int) -> float:
-    return NAN if n_total == 0 else float(brier_sum) / int(n_total)
+def brier(brier_sum: float, n_total: int, *, n_reference: int) -> float:
+    """mean((conf − hit)²); NaN without picks or without reference arrivals (SPEC §4)."""
+    return NAN if n_total == 0 or n_reference == 0 else float(brier_sum) / int(n_total)
 
 
 # --------------------------------------------------------------------------

@@ -212,7 +212,7 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
             e, mt, du = (int(tot["emitted"][m, p, t]), int(tot["matched"][m, p, t]),  # noqa: B023
                          int(tot["duplicates"][m, p, t]))  # noqa: B023
             n = int(n_ref[p])  # noqa: B023
-            return dict(recall=brute.recall(mt, n), precision_lb=brute.precision_lb(mt, e),
+            return dict(recall=brute.recall(mt, n), precision_lb=brute.precision_lb(mt, e, n),
                         f1_lb=brute.f1_lb(mt, n, e), extra_rate=brute.extra_rate(e, mt, n),
                         duplicate_rate=brute.duplicate_rate(du, mt))
 
@@ -234,9 +234,9 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
                 rows["timing"].append([d, ph, model, *[tstats[ti][k] for k in (*TIMING, *brute.QUANTILE_NAMES)]])
                 cn, cc, ch = tot["cal_n"][m, pi], tot["cal_conf"][m, pi], tot["cal_hits"][m, pi]
                 N = int(cn.sum())
-                rows["calibration"].append([d, ph, model, N, brute.ece(cn, cc, ch),
-                                            brute.brier(tot["brier_sum"][m, pi], N)])
-                nb, mc, ob = brute.reliability(cn, cc, ch)
+                rows["calibration"].append([d, ph, model, N, brute.ece(cn, cc, ch, n_reference=n),
+                                            brute.brier(tot["brier_sum"][m, pi], N, n_reference=n)])
+                nb, mc, ob = brute.reliability(cn, cc, ch, n_reference=n)
                 for b in range(10):
                     rows["reliability"].append([d, ph, model, b, nb[b], mc[b], ob[b]])
                 if with_sweep:

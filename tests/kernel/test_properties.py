@@ -160,4 +160,4 @@ def test_brute_grids_match_options():
     for floor in (0.0, 0.02, 0.1, 0.123, 1.0):
         np.testing.assert_array_equal(Options(thresholds=[floor], threshold=floor).fine, brute.fine_grid(floor))
     assert len(brute.fine_grid(0.02)) == 981
-    assert not math.isnan(brute.ece([1] + [0] * 9, [0.05] + [0.0] * 9, [0] * 10))
+    assert not math.isnan(brute.ece([1] + [0] * 9, [0.05] + [0.0] * 9, [0] * 10, n_reference=1))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -106,7 +108,9 @@ def test_vectorised_draws_equal_rescoring_each_draw():
         stations[f"S{k}"] = station(o, arr, picks)
     ds = results(stations, o)
     got = bootstrap(ds, draws=64, seed=4)
-    weights = np.random.default_rng(4).multinomial(4, [0.25] * 4, size=64)
+    # SPEC §12: dataset d's generator is default_rng([seed, *sha256(d in UTF-8)]), one multinomial call.
+    weights = np.random.default_rng([4, *hashlib.sha256(b"d").digest()]).multinomial(
+        4, [0.25] * 4, size=64)
     ti = o.threshold_index
     sel = dict(dataset=0, model=0, phase=0)
     m, e = ds.matched.isel(threshold=ti, **sel).values, ds.emitted.isel(threshold=ti, **sel).values
@@ -133,6 +137,79 @@ def test_vectorised_draws_equal_rescoring_each_draw():
         else:  # moved by a rounding difference
             np.testing.assert_allclose([lo, hi], q, rtol=1e-12, err_msg=name)
         assert lo <= est.isel(**sel).item() <= hi
+
+
+def spec_weights(seed, name, n_stations, draws):
+    """SPEC §12 by hand: numpy's generator from the seed and the SHA-256 bytes of the name, nothing else."""
+    entropy = [seed, *hashlib.sha256(name.encode("utf-8")).digest()]
+    return np.random.default_rng(entropy).multinomial(n_stations, [1 / n_stations] * n_stations, size=draws)
+
+
+def test_each_datasets_generator_is_the_one_spec_names():
+    # Two stations per dataset, A's arrival found and B's missed: a single draw's recall is w_A / 2, and with
+    # one draw lo = hi = that recall.  The weight of A is read back for each dataset and seed and compared
+    # with the SPEC formula recomputed here with numpy.
+    o = Options()
+    a = station(o, [(0, 10)], [(0, 0, 10.1, 0.9)])
+    b = station(o, [(0, 10)], [(0, 0, 13.0, 0.9)])
+    names = ("ds0", "ds1", "Étna", "b")
+    ds = assemble({n: combine([("A", a), ("B", b)], models=["m"], options=o) for n in names}, options=o)
+    for seed in (0, 1, 7, 2**40):
+        got = bootstrap(ds, draws=1, seed=seed)
+        for name in names:
+            w = spec_weights(seed, name, 2, 1)
+            cell = dict(dataset=name, model="m", phase="P")
+            assert got.recall_lo.sel(cell).item() == got.recall_hi.sel(cell).item() == w[0, 0] / 2, (seed, name)
+    # Many draws: the whole spread is that of the SPEC's weights (recall of a draw: w_A / 2).
+    got = bootstrap(ds, draws=500, seed=3)
+    for name in names:
+        q = np.quantile(spec_weights(3, name, 2, 500)[:, 0] / 2, [0.025, 0.975], method="linear")
+        cell = dict(dataset=name, model="m", phase="P")
+        assert (got.recall_lo.sel(cell).item(), got.recall_hi.sel(cell).item()) == (q[0], q[1]), name
+
+
+def interval_values(ds, name, models):
+    """Every interval and difference variable of dataset ``name``, on ``models`` only."""
+    out = {}
+    for v in ds.data_vars:
+        if v.endswith(("_lo", "_hi")) or "_diff" in v:
+            sel = {"dataset": name, "model": list(models)}
+            if "model_b" in ds[v].dims:
+                sel["model_b"] = list(models)
+            out[v] = ds[v].sel(sel).values
+    return out
+
+
+def test_a_datasets_intervals_do_not_depend_on_the_other_datasets():
+    # Issue 20 item 6: one generator carried across datasets made "b"'s intervals change when a dataset that
+    # sorts first ("a") is scored beside it.  "a" also brings a station sorting between b's and a model of its
+    # own, so the shared station and model axes differ too.
+    o = Options()
+    rng = np.random.default_rng(21)
+
+    def stations_of(names, n_models):
+        out = {}
+        for s in names:
+            arr = [(int(rng.integers(0, 2)), 10.0 * i) for i in range(1, 9)]
+            picks = [(m, p, t + rng.normal(0, 0.2), float(rng.uniform(0.05, 1))) for m in range(n_models)
+                     for p, t in arr if rng.uniform() < 0.75]
+            out[s] = station(o, arr, picks, n_models=n_models)
+        return out
+
+    per = {"b": (stations_of(["B1", "B3", "B5", "B7"], 2), ["x", "y"]),
+           "c": (stations_of(["C1", "C2"], 2), ["x", "y"]),
+           "a": (stations_of(["A1", "B4"], 3), ["x", "y", "z"])}
+
+    def run(names):
+        counts = {n: combine(list(per[n][0].items()), models=per[n][1], options=o) for n in names}
+        return bootstrap(assemble(counts, options=o), draws=200, seed=5)
+
+    alone = interval_values(run(["b"]), "b", ["x", "y"])
+    for others in (["b", "c"], ["a", "b"], ["a", "b", "c"]):
+        beside = interval_values(run(others), "b", ["x", "y"])
+        assert alone.keys() == beside.keys()
+        for v in alone:
+            assert np.array_equal(alone[v], beside[v], equal_nan=True), (others, v)
 
 
 def test_tables_gain_interval_columns_only_with_intervals():

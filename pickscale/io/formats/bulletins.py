@@ -1,4 +1,4 @@
-"""Bulletin files: which sources are bulletins (by name or XML root element), read through ObsPy.
+"""Bulletin files: which sources are bulletins (by name, XML root element or text content), read through ObsPy.
 
 A bulletin (QuakeML, SC3ML, NonLinLoc ``.hyp``, hypoDD ``.pha``, Nordic,
 IMS1.0 ...) is read with ``obspy.read_events`` on the client (bulletins are
@@ -19,6 +19,7 @@ import pandas as pd
 from ...errors import InputError
 from ..normalised import NOTES_ATTR
 from ..sources import SOURCE_SUFFIXES, has_magic
+from ..storage import open_input
 from .quakeml import catalog_to_frame
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "read_bulletins",
     "xml_root",
     "is_bulletin_root",
+    "text_bulletin",
 ]
 
 
@@ -83,11 +85,45 @@ def is_bulletin_root(root: str | None) -> bool:
     return root is not None and root != "" and root.casefold() in _BULLETIN_ROOTS
 
 
+def text_bulletin(head: bytes) -> str | None:
+    """The text bulletin format that a file's first bytes show, or None: recognised by content, as ObsPy
+    recognises them, so that real names (``select.out``, S-files such as ``01-0411-15L.S201309``) are read
+    without a suffix of their own.
+
+    - Nordic (SEISAN): the first line is 80 characters wide (trailing blanks may be cut) with type ``1`` in
+      column 80 and a date and time in columns 2–20 (ObsPy's own test: year, month, day, hour, minute,
+      seconds as numbers);
+    - IMS1.0: ``DATA_TYPE BULLETIN IMS1.0``;
+    - NonLinLoc ``.hyp``: a line starting with ``NLLOC``.
+
+    Examples
+    --------
+    >>> text_bulletin(b" 2013  9 1 0411 15.7 L -43.340 170.376  8.5  VUW  8 0.2 0.6LVUW                1\n")
+    'nordic'
+    >>> text_bulletin(b"DATA_TYPE BULLETIN IMS1.0:short\n"), text_bulletin(b"station,phase,time\n") is None
+    ('ims', True)
+    """
+    text = head.lstrip(b"\xef\xbb\xbf").decode("latin-1")
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    first = next((line for line in lines if line.strip()), "")
+    if first.upper().startswith("DATA_TYPE BULLETIN"):
+        return "ims"
+    if any(line.startswith("NLLOC ") for line in lines[:50]):
+        return "nlloc"
+    if len(first) >= 80 and first[79] == "1":
+        try:
+            int(first[1:5]), int(first[6:8]), int(first[8:10]), int(first[11:13]), int(first[13:15])
+            float(first[16:20])
+        except ValueError:
+            return None
+        return "nordic"
+    return None
+
+
 def _head(path: str) -> bytes:
-    import fsspec
 
     try:
-        with fsspec.open(path, "rb", compression="infer") as f:
+        with open_input(path, "rb", compression="infer") as f:  # the run's storage options, for a URL
             return f.read(_SNIFF)
     except (OSError, ValueError):
         return b""
@@ -145,15 +181,15 @@ def bulletin_files(source: Any) -> list[str] | None:
         name = p if local else fs.unstrip_protocol(p)
         if _is_bulletin_name(p):
             out.append(name)
-        elif not p.lower().endswith(SOURCE_SUFFIXES) and xml_root(_head(name)) is not None:
-            out.append(name)  # XML under another name: read (or refused) as a bulletin
+        elif not p.lower().endswith(SOURCE_SUFFIXES) and (xml_root(head := _head(name)) is not None
+                                                           or text_bulletin(head) is not None):
+            out.append(name)  # XML, Nordic, IMS1.0 or NonLinLoc under another name: read as a bulletin
         else:
             return None
     return out
 
 
 def _read_one(path: str) -> Any:
-    import fsspec
 
     head = _head(path)
     root = xml_root(head)
@@ -165,7 +201,7 @@ def _read_one(path: str) -> Any:
         )
     read_events = _obspy()
     try:
-        with fsspec.open(path, "rb", compression="infer") as f:
+        with open_input(path, "rb", compression="infer") as f:  # the run's storage options, for a URL
             data = io.BytesIO(f.read())
         return read_events(data)
     except InputError:

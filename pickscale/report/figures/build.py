@@ -25,7 +25,7 @@ from .station_recall import stations
 from .style import STYLE
 from .tolerance import has_tols, recall_vs_tolerance
 
-__all__ = ["FIGURES", "figures", "save_figures"]
+__all__ = ["FIGURES", "figures", "save_figures", "figure_names"]
 
 
 _BUILDERS: dict[str, Callable[..., Figure]] = {
@@ -39,6 +39,12 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
     "recall_vs_tolerance": recall_vs_tolerance,
     "recall_by_group": recall_by_group,
 }
+
+
+def figure_names(ds: xr.Dataset) -> list[str]:
+    """The figures :func:`save_figures` writes for ``ds`` by default: :data:`FIGURES`, then those of time bins,
+    tolerances and groups when ``ds`` has them."""
+    return _default_names(ds)
 
 
 def _default_names(ds: xr.Dataset) -> list[str]:
@@ -84,6 +90,7 @@ def save_figures(
     format: str = "png",
     dpi: float = 150,
     names: Sequence[str] | None = None,
+    on_written: Callable[[Path], None] | None = None,
 ) -> list[Path]:
     """Write every figure to ``out_dir/<name>.<format>``; return the paths.
 
@@ -102,6 +109,8 @@ def save_figures(
         Resolution of PNG output.
     names
         Which figures (default: all of :data:`FIGURES`).
+    on_written
+        Called with each figure's path once it is written (the progress display counts figures).
 
     Returns
     -------
@@ -132,6 +141,8 @@ def save_figures(
             fig.savefig(path, format=fmt, dpi=dpi, metadata=_metadata(fmt, name))
         fig.clear()  # a plain Figure is not registered with pyplot: clearing it releases it
         paths.append(path)
+        if on_written is not None:
+            on_written(path)
     return paths
 
 
