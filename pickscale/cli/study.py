@@ -130,6 +130,29 @@ def _flag(args: argparse.Namespace, config: dict[str, Any], key: str, default: A
     return value if value is not None else config.get(key, default)
 
 
+def _names_a_file(source: Any) -> bool:
+    """True when a local file, folder or glob certainly names a file to read, found without listing it all.
+
+    The early check then leaves the listing to the run (a glob of 100,000 files is listed once, not twice);
+    anything else — a URL, or nothing found here — is listed by the check, whose message names the problem.
+    """
+    import glob
+
+    from ..io.sources import SOURCE_SUFFIXES, has_magic
+
+    if not isinstance(source, str) or "://" in source:
+        return False
+    if has_magic(source):
+        return any(os.path.isfile(p) for p in glob.iglob(source))
+    if os.path.isfile(source):
+        return True
+    for _, folders, files in os.walk(source):  # a folder: its first CSV or Parquet file (hidden ones skipped)
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        if any(f.lower().endswith(SOURCE_SUFFIXES) and not f.startswith(".") for f in files):
+            return True
+    return False
+
+
 def study_of(args: argparse.Namespace) -> Study:
     """The :class:`Study` of ``pickscale score``'s arguments (and ``--config``), checked."""
     from ..config import load_config
@@ -180,6 +203,8 @@ def study_of(args: argparse.Namespace) -> Study:
         raise OptionsError("--stations is used with --group-by (it gives the station attributes to group "
                            "arrivals by); give --group-by too.")
     for flag, source in (("--reference", study.reference), ("--picks", study.picks)):
+        if _names_a_file(source):
+            continue  # certainly something to read: the run lists it (once)
         try:
             resolve_sources(source, storage_options=study.reading.get("storage_options"))
         except PickscaleError as exc:

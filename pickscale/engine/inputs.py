@@ -34,7 +34,12 @@ _SPLIT_BYTES = 12 * 2**20
 _BATCH_BYTES = 12 * 2**20
 
 
-_BATCH_FILES = 512
+# A task reads tiny files at ~40 µs each (CSV files of one header are parsed as one text, Parquet files of one
+# schema as one table; engine.parts.read_files) plus a normalisation of ~30 ms: 2,048 files a task.
+_BATCH_FILES = 2048
+# An object is one request or more (20-75 ms each, fetched one after another inside a task: benchmarks/
+# object_storage.py): fewer objects a task, so that the tasks of a bucket of tiny objects spread over the workers.
+_BATCH_OBJECTS = 128
 
 
 @dataclass
@@ -85,7 +90,8 @@ def _batches(files: list[SourceFile]) -> list[list[SourceFile]]:
             out.append([f])
             size = _BATCH_BYTES
             continue
-        if out and size + n <= _BATCH_BYTES and len(out[-1]) < _BATCH_FILES:
+        most = _BATCH_OBJECTS if "://" in f.path else _BATCH_FILES
+        if out and size + n <= _BATCH_BYTES and len(out[-1]) < most:
             out[-1].append(f)
             size += n
         else:
@@ -94,16 +100,21 @@ def _batches(files: list[SourceFile]) -> list[list[SourceFile]]:
     return out
 
 
+def _literal(batch: list[SourceFile]) -> Any:
+    """A batch's paths as one value of the graph: Dask does not look into each of its (2,048) paths."""
+    return delayed([f.path for f in batch], pure=True, traverse=False)
+
+
 def _read_tasks(files: list[SourceFile], role: str, floor: float, reading: dict[str, Any]) -> list[Any]:
     if role == "reference":
-        return [delayed(read_reference, pure=True)([f.path for f in batch], **reading) for batch in _batches(files)]
+        return [delayed(read_reference, pure=True)(_literal(batch), **reading) for batch in _batches(files)]
     from ..io.parquet import row_group_ranges
     from ..io.storage import using
 
     tasks = []
     for batch in _batches(files):
         if len(batch) > 1:
-            tasks.append(delayed(read_files, pure=True)([f.path for f in batch], floor=floor, **reading))
+            tasks.append(delayed(read_files, pure=True)(_literal(batch), floor=floor, **reading))
             continue
         f, size = batch[0]
         runs: list = [(None, 0)]

@@ -214,14 +214,13 @@ def _in_groups(paths: list[str], role: str, together: Any, alone: Any) -> list[A
     pending = [(g.files, g.rows, g.frame) for g in groups]
     while pending:
         files, rows, frame = pending.pop()
-        if len(files) == 1:
-            single.append(files[0])
-            continue
         try:
             results.append((files[0], together(frame, ", ".join(paths[i] for i in files))))
             continue
-        except InputError:
-            pass
+        except Exception:  # an invalid row (or anything else): those files are looked at more closely
+            if len(files) == 1:
+                single.append(files[0])  # read alone, it raises or reports as it would
+                continue
         half = len(files) // 2
         cut = sum(rows[:half])
         pending.append((files[half:], rows[half:], frame.iloc[cut:]))

@@ -236,10 +236,15 @@ def score(
     capture_reference(ref_all.frame)  # for pickscale.extend's reference check (nothing otherwise)
 
     if options.time_bin is not None:
-        from ..kernel.bins import scored_edges
+        from ..kernel.bins import scored_edges, stretched_span
 
         # One set of edges for the whole run, computed here once: the same whatever the partitioning.
-        options = options.with_bin_edges(scored_edges(scope, pick_summary, options.time_bin))
+        freq = options.time_bin
+        edges = scored_edges(scope, pick_summary, freq)
+        options = options.with_bin_edges(edges)
+        stretched = stretched_span(scope, pick_summary, edges, freq)
+        if stretched:
+            scope.warnings.append(stretched)
 
     # 3. Work units (station time blocks) and the partitions that run them.
     group_codes = None

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from ..errors import InputError
-from .sniff import SNIFF_BYTES, compression_of, not_text_reason, text_encoding
+from .sniff import SNIFF_BYTES, not_text_reason, text_encoding
 from .storage import open_input
 
 __all__ = ["CsvText", "csv_text", "read_csv_file", "read_csv_texts"]
@@ -203,7 +203,7 @@ def csv_text(data: bytes) -> CsvText | None:
     >>> csv_text(b'station,phase\n"CLC",P\n') is None, csv_text(b"station,phase\n") is None
     (True, True)
     """
-    if not data or compression_of(data) or text_encoding(data) != "utf-8-sig" or not_text_reason(data[:SNIFF_BYTES]):
+    if not data or text_encoding(data) != "utf-8-sig" or not_text_reason(data[:SNIFF_BYTES]):  # (compressed too)
         return None
     if b'"' in data or b"\r" in data or b"\x00" in data:
         return None

@@ -145,18 +145,24 @@ def read_raw_batch(paths: list[str], *, role: str) -> tuple[list[RawGroup], list
         folders = folder_values(path, role, text.header.split(text.delimiter)) if "=" in folder else {}
         key = (text.header, text.delimiter, tuple(folders))
         groups.setdefault(key, []).append((i, text, folders))
-    out = []
+    out: list[RawGroup] = []
     for (header, delimiter, keys), members in groups.items():
-        frame = read_csv_texts(header, delimiter, [t.body for _, t, _ in members])
-        rows = [t.rows for _, t, _ in members]
-        if (frame is None or len(frame) != sum(rows) or list(frame.columns) != header.split(delimiter)
-                or _eqt_wide(frame.columns)):
-            alone.extend(i for i, _, _ in members)
-            continue
-        for key in keys:  # as with_folder_columns adds them to each file's frame
-            codes, names = pd.factorize(np.array([f[key] for _, _, f in members], dtype=object))
-            frame[key] = pd.Categorical.from_codes(np.repeat(codes, rows), categories=list(names))
-        out.append(RawGroup([i for i, _, _ in members], rows, frame))
+        pending = [members]
+        while pending:  # a group whose text does not parse as its files would alone is cut in halves
+            part = pending.pop()
+            frame = read_csv_texts(header, delimiter, [t.body for _, t, _ in part])
+            rows = [t.rows for _, t, _ in part]
+            if (frame is not None and len(frame) == sum(rows) and list(frame.columns) == header.split(delimiter)
+                    and not _eqt_wide(frame.columns)):
+                for key in keys:  # as with_folder_columns adds them to each file's frame
+                    codes, names = pd.factorize(np.array([f[key] for _, _, f in part], dtype=object))
+                    frame[key] = pd.Categorical.from_codes(np.repeat(codes, rows), categories=list(names))
+                out.append(RawGroup([i for i, _, _ in part], rows, frame))
+            elif len(part) == 1 or frame is not None and _eqt_wide(frame.columns):
+                alone.extend(i for i, _, _ in part)
+            else:
+                pending.extend([part[len(part) // 2:], part[:len(part) // 2]])
+    out.sort(key=lambda g: g.files[0])
     return out, sorted(alone)
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 from ..errors import OptionsError
 
 __all__ = ["MAX_BINS", "check_time_bin", "count_bins", "bin_edges", "bin_index", "bin_starts", "iso_utc",
-           "scored_edges"]
+           "scored_edges", "stretched_span"]
 
 #: The most time bins a run may have (SPEC §10).  Every station keeps its counts per bin (3 counts × models ×
 #: phases × bins), so the bins multiply the memory of every station's result.  A real study stays far below:
@@ -135,9 +135,9 @@ def _too_many(freq: str, lo: int, hi: int, n: int, extremes: str = "") -> Option
     length = f"{days / 365.25:,.1f} years" if days >= 730 else f"{days:,.1f} days"
     return OptionsError(
         f"time_bin {freq!r} over the scored span {_iso(lo)} … {_iso(hi)} ({length}) makes {n:,} bins, "
-        f"more than the {MAX_BINS:,} a run may have (SPEC §10).{extremes} A few stray rows far from the rest "
-        "(a wrong year, times in the wrong epoch unit) stretch the span: fix or drop them, or choose a longer "
-        "time_bin.", options=("time_bin",))
+        f"more than the {MAX_BINS:,} a run may have (SPEC §10).{extremes} If a few stray rows far from the rest "
+        "(a wrong year, times in the wrong epoch unit) stretch the span, fix or drop them; otherwise choose a "
+        "longer time_bin.", options=("time_bin",))
 
 
 def _iso(t: int) -> str:
@@ -249,3 +249,41 @@ def _extremes(scope, pick_summary: pd.DataFrame, k: int = 3) -> str:
     first = [text for _, text in rows[:k]]
     last = [text for _, text in rows[-k:] if text not in first]
     return f" Earliest: {'; '.join(first)}." + (f" Latest: {'; '.join(last)}." if last else "")
+
+
+#: A run of at least this many bins is looked at for a span that a few stray rows stretch.
+STRETCH_MIN_BINS = 1_000
+#: ... and warned about when one stretch of empty bins is more than this share of them.
+STRETCH_EMPTY_SHARE = 0.9
+
+
+def stretched_span(scope, pick_summary: pd.DataFrame, edges: np.ndarray, freq: str) -> str | None:
+    """A warning when a few rows far from the rest stretch the run's bins, else None.
+
+    The bins are bounded (:data:`MAX_BINS`), but a stray pick dated 1800 beside a catalogue of 2024 still makes
+    daily bins over two centuries, nearly all empty.  Occupied are the bins of every scored arrival and of each
+    (dataset, station, model)'s first and last scored pick; when one run of empty bins between two occupied ones
+    holds more than :data:`STRETCH_EMPTY_SHARE` of :data:`STRETCH_MIN_BINS` or more bins, the warning names the
+    span, the bin and the rows at both ends (a time-zone, epoch or unit error in a few rows is the usual cause).
+    """
+    n = edges.size - 1
+    if n < STRETCH_MIN_BINS:
+        return None
+    times = [np.asarray(scope.reference["time"], dtype=np.int64)]
+    for d in scope.datasets:
+        rows = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
+                            & pick_summary["model"].isin(scope.models[d])]
+        times += [np.asarray(rows["t_min"], dtype=np.int64), np.asarray(rows["t_max"], dtype=np.int64)]
+    occupied = np.unique(bin_index(np.concatenate(times), edges))
+    if occupied.size < 2:
+        return None
+    gaps = np.diff(occupied) - 1
+    widest = int(gaps.max())
+    if widest <= STRETCH_EMPTY_SHARE * n:
+        return None
+    at = int(np.argmax(gaps))
+    return (f"time_bin {freq!r}: {n:,} bins from {_iso(edges[0])} to {_iso(edges[-1])}, but {widest:,} of them in "
+            f"a row, from {_iso(edges[occupied[at] + 1])} to {_iso(edges[occupied[at + 1]])}, hold no arrival and "
+            f"no pick: a few rows far from the rest stretch the span (a time-zone, epoch or unit error?)."
+            + _extremes(scope, pick_summary))
+

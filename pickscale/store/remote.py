@@ -266,6 +266,7 @@ def open_remote_version(url: str, *, version: str | None = None) -> tuple[xr.Dat
     import icechunk
 
     from .codec import _decoded_text
+    from .consistency import check_results
     from .schema import check_pickscale_attrs
 
     url = check_remote(url)
@@ -285,12 +286,7 @@ def open_remote_version(url: str, *, version: str | None = None) -> tuple[xr.Dat
     except Exception as exc:  # noqa: BLE001 (an empty repository, metadata Zarr refuses)
         raise StoreError(f"results store {url}: no pickscale results in it ({describe(exc)[:200]})") from None
     check_pickscale_attrs(url, ds.attrs)  # type: ignore[arg-type]  # (the URL names the store in messages)
-    try:
-        from .consistency import check_results
-    except ImportError:  # (added alongside)
-        pass
-    else:
-        check_results(url, ds)  # type: ignore[arg-type]
+    check_results(url, ds)  # type: ignore[arg-type]  # a store that contradicts itself is refused (SPEC §15)
     return _decoded_text(ds), str(session.snapshot_id)
 
 

@@ -6,10 +6,6 @@ Deep nesting made tomllib raise ``RecursionError``; 2,000,000 ``thresholds`` too
 
 from __future__ import annotations
 
-import resource
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,17 +14,7 @@ from pickscale import Options
 from pickscale.config import load_config
 from pickscale.errors import OptionsError
 from pickscale.options import MAX_THRESHOLDS
-
-LIMIT = 4 * 2**30
-
-
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-
-def run_command(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pickscale.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=180, preexec_fn=_limited)
+from tests.helpers.processes import run_limited
 
 
 @pytest.fixture
@@ -54,7 +40,7 @@ def test_a_study_file_the_parser_or_the_grid_cannot_hold_is_exit_2(inputs, tmp_p
     ref, picks = inputs
     study = tmp_path / "study.toml"
     study.write_text(f'reference = "{ref}"\npicks = "{picks}"\n' + STUDIES[name], encoding="utf-8")
-    proc = run_command("score", "--config", study, "--out", tmp_path / "out", "--no-figures", "--workers", "1")
+    proc = run_limited("score", "--config", study, "--out", tmp_path / "out", "--no-figures", "--workers", "1")
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and len(proc.stderr) < 2_000, proc.stderr[-3000:]
     if name == "2,000,000 thresholds":
@@ -78,7 +64,7 @@ def test_the_grid_bound_holds_for_the_command_line_and_python(inputs, tmp_path):
         Options(thresholds=grid)
     assert err.value.options == ("thresholds",)
     assert len(Options(thresholds=grid[:MAX_THRESHOLDS]).grid) <= MAX_THRESHOLDS + 1  # + the shared threshold
-    proc = run_command("score", "--reference", ref, "--picks", picks, "--out", tmp_path / "out", "--no-figures",
+    proc = run_limited("score", "--reference", ref, "--picks", picks, "--out", tmp_path / "out", "--no-figures",
                        "--workers", "1", "--thresholds", ",".join(f"{x:g}" for x in grid))
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr

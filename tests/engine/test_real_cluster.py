@@ -7,8 +7,6 @@ local run. The processes are started here and stopped by the process ids this te
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import pytest
 
 import pickscale
 from pickscale.cli import main
+from tests.helpers.processes import stop_sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "configs" / "demo"
@@ -59,16 +58,7 @@ def scheduler_address(tmp_path_factory):
             client.wait_for_workers(2, timeout=60)
         yield address
     finally:
-        # Stop exactly the processes started here, by their pids (each leads its own session).
-        for proc in reversed(procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop_sessions(procs, timeout=20)
 
 
 @pytest.mark.cluster

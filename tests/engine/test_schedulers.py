@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -30,6 +29,7 @@ from pickscale.cli import main
 from pickscale.engine.workers import SCALING_TIMEOUT, TIMEOUT_ENV, check_workers, worker_timeout
 from pickscale.errors import ClusterError
 from tests.helpers.checks import TABLE_NAMES, assert_same_csv, csv_bytes
+from tests.helpers.processes import stop_sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "configs" / "demo"
@@ -49,19 +49,6 @@ def _clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("DASK_SCHEDULER_ADDRESS", "DASK_SCHEDULER_FILE", "DASK_CONFIG", TIMEOUT_ENV)}
     return {**env, **extra}
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    # Exactly the processes started here, by their pids (each leads its own session): terminate, then wait.
-    for proc in reversed(procs):
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def _wait_for_file(path: Path, proc: subprocess.Popen, log: Path) -> None:
@@ -98,7 +85,7 @@ def sched_file(tmp_path_factory):
             client.wait_for_workers(1, timeout=120)  # the event: the worker registered (a safety limit)
         yield path
     finally:
-        _stop(procs)
+        stop_sessions(procs)
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,7 @@ failed test, not a machine out of memory.
 from __future__ import annotations
 
 import json
-import resource
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,19 +22,7 @@ import pytest
 
 from pickscale.errors import InputError
 from pickscale.io.parquet import MAX_ROWS_PER_BYTE, check_claims, read_projected
-
-LIMIT = 4 * 2**30  # address space per process: a normal run fits, a claimed 10^12 rows does not
-
-
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-
-def run_command(*args: str | Path) -> subprocess.CompletedProcess:
-    """``python -m pickscale.cli ARGS`` under the memory limit, with a generous timeout (a safety net only)."""
-    return subprocess.run([sys.executable, "-m", "pickscale.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=180, preexec_fn=_limited)
-
+from tests.helpers.processes import run_limited
 
 # --------------------------------------------------------------------------- a Parquet footer, rewritten
 # Thrift compact protocol, enough to read and write a Parquet footer (FileMetaData) field by field.
@@ -167,7 +152,7 @@ def test_a_footer_claiming_a_trillion_rows_is_refused_before_reading(small_files
     ref, picks = small_files
     hostile = forged(picks, rows=10**12)
     assert hostile.stat().st_size < 10_000 and pq.ParquetFile(hostile).metadata.num_rows == 10**12
-    proc = run_command("score", "--reference", ref, "--picks", hostile, "--out", tmp_path / "out", "--no-figures",
+    proc = run_limited("score", "--reference", ref, "--picks", hostile, "--out", tmp_path / "out", "--no-figures",
                        "--workers", "1")
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
@@ -235,7 +220,7 @@ def test_many_unknown_phases_and_a_huge_station_name_are_quoted_capped(tmp_path)
     pd.DataFrame({"station": ["CI.CLC"] * 40 + [long + "Y"], "phase": "P",
                   "time": list(times[::10]) + [times[0]]}).to_csv(tmp_path / "ref.csv", index=False)
     out = tmp_path / "out"
-    proc = run_command("score", "--reference", tmp_path / "ref.csv", "--picks", tmp_path / "picks.csv", "--out", out,
+    proc = run_limited("score", "--reference", tmp_path / "ref.csv", "--picks", tmp_path / "picks.csv", "--out", out,
                        "--no-figures", "--workers", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(proc.stderr) < 5_000, proc.stderr[:3000]

@@ -7,28 +7,15 @@ bins (a pick dated 1800 and ``--time-bin 1h``; ``1s`` over a year).
 
 from __future__ import annotations
 
-import resource
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from pickscale.errors import OptionsError
 from pickscale.kernel.bins import MAX_BINS, bin_edges, count_bins
+from tests.helpers.processes import run_limited
 
-LIMIT = 4 * 2**30
 DAY = 86_400 * 10**9
-
-
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-
-def run_command(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pickscale.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=180, preexec_fn=_limited)
 
 
 @pytest.mark.parametrize("freq", ["1ms", "1s", "1min", "1h", "1D", "7D", "MS", "W-MON", "QS", "YS", "B"])
@@ -81,7 +68,7 @@ def _inputs(tmp_path, stray: str | None):
 ])
 def test_the_command_names_the_span_the_bin_and_the_stray_rows(tmp_path, stray, freq, said):
     ref, picks = _inputs(tmp_path, stray)
-    proc = run_command("score", "--reference", ref, "--picks", picks, "--out", tmp_path / "out", "--no-figures",
+    proc = run_limited("score", "--reference", ref, "--picks", picks, "--out", tmp_path / "out", "--no-figures",
                        "--workers", "1", "--time-bin", freq)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
@@ -90,3 +77,24 @@ def test_the_command_names_the_span_the_bin_and_the_stray_rows(tmp_path, stray, 
     assert said in proc.stderr, proc.stderr[-3000:]
     assert "2024-08-28T00:00:00Z" in proc.stderr  # the latest scored time is named too
     assert not (tmp_path / "out" / "results.zarr").exists()
+
+
+def test_a_stray_row_that_stretches_the_bins_is_warned_about():
+    import pickscale
+    from pickscale.errors import PickscaleWarning
+    from tests.helpers.extend import stretches
+
+    ref, picks = stretches(1)  # 2024-03-01
+    stray = picks.iloc[:1].assign(time=pd.Timestamp("1800-01-01T00:00:00Z"))
+    with pytest.warns(PickscaleWarning, match="stretch the span") as caught:
+        ds = pickscale.score(ref, pd.concat([picks, stray], ignore_index=True), time_bin="7D")
+    said = " ".join(str(w.message) for w in caught)
+    assert "1800-01-0" in said and "pick 1800-01-01T00:00:00" in said, said
+    assert any("stretch the span" in w for w in ds.attrs["warnings"])
+    # Without the stray row: no such warning.
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        pickscale.score(ref, picks, time_bin="7D")
+    assert not [w for w in seen if "stretch the span" in str(w.message)]

@@ -98,9 +98,9 @@ def text_bulletin(head: bytes) -> str | None:
 
     Examples
     --------
-    >>> text_bulletin(b" 2013  9 1 0411 15.7 L -43.340 170.376  8.5  VUW  8 0.2 0.6LVUW                1\n")
+    >>> text_bulletin(b" 2013  9 1 0411 15.7 L -43.340 170.376  8.5  VUW  8 0.2 0.6LVUW                1\\n")
     'nordic'
-    >>> text_bulletin(b"DATA_TYPE BULLETIN IMS1.0:short\n"), text_bulletin(b"station,phase,time\n") is None
+    >>> text_bulletin(b"DATA_TYPE BULLETIN IMS1.0:short\\n"), text_bulletin(b"station,phase,time\\n") is None
     ('ims', True)
     """
     text = head.lstrip(b"\xef\xbb\xbf").decode("latin-1")
