@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PickscaleError, StoreError
-from .flow import is_remote_folder, out_folder, report_remote, run_into, write_outputs
+from .flow import is_remote_folder, out_folder, run_into, write_outputs
 from .runtime import command_client
 from .state import EXIT_OK
 from .study import ci_level, scoring_options, study_of, where_to_run, whole_number
@@ -133,6 +133,8 @@ def report_command(args: argparse.Namespace) -> int:
     store = out_folder(args.store, what="results store")  # a URL is refused before any work
     given_out = out_folder(args.out) if args.out else None
     if is_remote_folder(store) or is_remote_folder(given_out):  # object storage (pickscale[cloud])
+        from .remote import report_remote
+
         report_remote(store, given_out, ci=lambda ds: _with_ci(ds, level), overwrite=args.overwrite,
                       fmt=args.format, figures=not args.no_figures, quiet=args.quiet)
         return EXIT_OK
