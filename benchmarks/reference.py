@@ -6,11 +6,11 @@ client-side path in one process, stage by stage, for a small and a large
 bulletin against the *same* picks summary (so the difference is what the extra
 arrivals cost):
 
-    read       tasks.read_reference per engine batch (Parquet, text as dictionaries)
+    read       engine.parts.read_reference per engine batch (Parquet, text as dictionaries)
     gather     a pickle round trip of each batch's result (what moving it from a worker costs)
-    combine    readers.Normalised.combine of the batches
+    combine    io.Normalised.combine of the batches
     scope      scope.scope_from_summary (dedupe, summaries, SPEC §2 decisions, masks)
-    plan       units.plan_units (busy stations cut at quiet gaps of their arrivals)
+    plan       engine.plan.plan_units (busy stations cut at quiet gaps of their arrivals)
     encode     UnitPlan.encode_reference
 
 The synthetic bulletin: 2 datasets, 2,000 stations (``XX.S0001`` …, a few

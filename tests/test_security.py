@@ -1,4 +1,4 @@
-"""Security of issue 6: inputs are data only; clusters pickscale starts listen on 127.0.0.1; the README
+"""Security of issue 6: inputs are data only; clusters pickscale starts listen on 127.0.0.1; docs/security.md
 says how to use a secured (TLS) cluster, and that recipe works.
 """
 
@@ -25,7 +25,7 @@ from pickscale.store.manifest import write_manifest
 from tests.helpers.catalogues import plain_catalogue
 
 PACKAGE = Path(pickscale.__file__).resolve().parent
-README = PACKAGE.parent / "README.md"
+SECURITY_DOC = PACKAGE.parent / "docs" / "security.md"
 
 
 # --------------------------------------------------------------------------- no code from data
@@ -263,13 +263,12 @@ def test_local_cluster_dashboard_elsewhere_only_when_told(monkeypatch):
     assert seen[1]["host"] == "127.0.0.1" and seen[1]["dashboard_address"] == "0.0.0.0:8787"
 
 
-# --------------------------------------------------------------------------- a secured cluster, as the README says
+# --------------------------------------------------------------------------- a secured cluster, as the docs say
 
 
-def test_readme_says_how_to_use_a_secured_cluster():
-    text = README.read_text(encoding="utf-8")
-    assert "## Security" in text
-    section = text[text.index("## Security"):]
+def test_the_docs_say_how_to_use_a_secured_cluster():
+    section = SECURITY_DOC.read_text(encoding="utf-8")
+    assert section.startswith("# Security")
     for needle in ("distributed.comm.tls", "Security(", "dask scheduler --tls-ca-file", "--tls-cert",
                    "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION", "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
                    "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
@@ -285,7 +284,7 @@ def _console_script() -> list[str]:
 
 @pytest.mark.cluster
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
-def test_the_readme_tls_recipe_scores_on_a_tls_cluster(tmp_path):
+def test_the_documented_tls_recipe_scores_on_a_tls_cluster(tmp_path):
     """A scheduler that requires TLS: the documented environment variables are all the command needs;
     without them, exit status 2 and a message that names them."""
     from distributed import LocalCluster

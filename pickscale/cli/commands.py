@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PickscaleError, StoreError
+from ..io.storage import using
 from .flow import is_remote_folder, out_folder, run_into, write_outputs
 from .runtime import command_client
 from .state import EXIT_OK
-from .study import ci_level, scoring_options, study_of, where_to_run, whole_number
+from .study import ci_level, scoring_options, storage_of, study_of, where_to_run, whole_number
 
 __all__ = ["score_command", "demo_command", "report_command", "extend_command", "closing_summary", "COMMANDS"]
 
@@ -33,8 +34,9 @@ def score_command(args: argparse.Namespace) -> int:
             ds = score(study.reference, study.picks, client=client, **study.score_keywords())
         return _with_ci(ds, level)
 
-    ds = run_into(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
-                  figures=not args.no_figures, quiet=args.quiet)
+    with using(study.reading.get("storage_options")):  # the inputs', the store's and the tables' alike
+        ds = run_into(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
+                      figures=not args.no_figures, quiet=args.quiet)
     if not args.quiet:
         print(closing_summary(ds, study.out_dir, time.monotonic() - started, figures=not args.no_figures),
               file=sys.stderr)
@@ -126,6 +128,11 @@ def demo_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     """``pickscale report``: the tables and figures of a results store, from the store alone."""
+    with using(storage_of(args, {}).get("storage_options")):
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     from ..report.outputs import check_outputs, cleanup_output_temporaries
     from ..store import open_results
 
@@ -175,7 +182,7 @@ def extend_command(args: argparse.Namespace) -> int:
     block_picks = whole_number(args.block_picks, "--block-picks")
     # station_key: the store's unless given (then it must be the store's: the same station, the same name).
     reading = {"drop_invalid": bool(args.drop_invalid), "manual_only": bool(args.manual_only),
-               "station_key": args.station_key, "columns": args.columns}
+               "station_key": args.station_key, "columns": args.columns, **storage_of(args, {})}
     level = ci_level(getattr(args, "ci", None))  # --ci LEVEL: intervals at LEVEL; else the store's, if any
     started = time.monotonic()
 
@@ -190,8 +197,9 @@ def extend_command(args: argparse.Namespace) -> int:
                             client=client, block_picks=block_picks, **reading,
                             **{k: given.get(k) for k in OPTION_NAMES})
 
-    ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
-                  figures=not args.no_figures, quiet=args.quiet, extend=True)
+    with using(reading.get("storage_options")):
+        ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
+                      figures=not args.no_figures, quiet=args.quiet, extend=True)
     if not args.quiet:
         print(closing_summary(ds, out_dir, time.monotonic() - started, figures=not args.no_figures),
               file=sys.stderr)

@@ -40,7 +40,7 @@ def out_folder(location: Any, *, what: str = "--out") -> Path:
     from ..store.remote import SCHEMES, check_remote, cloud_installed, is_remote
 
     text = os.fspath(location)
-    if is_remote(text) and url_scheme(text) in SCHEMES and cloud_installed():
+    if is_remote(text) and url_scheme(text) in SCHEMES and cloud_installed(url_scheme(text) or ""):
         return RemoteFolder(check_remote(text, what=what))  # type: ignore[return-value]  # (a str, not a Path)
     local = local_store_path(text, what=what)
     return local if url_scheme(text) == "file" else Path(text)

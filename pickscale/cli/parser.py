@@ -89,6 +89,10 @@ def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default png)")
     p.add_argument("--no-figures", action="store_true", help="write the tables only")
     p.add_argument("--quiet", action="store_true", help="print no tables")
+    p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="an fsspec storage option for inputs and outputs on object storage (repeat it): "
+                        "endpoint_url=http://host:9000, key=…, secret=…, anon=true, "
+                        "client_kwargs.region_name=…; over the study file's storage_options and the environment")
 
 
 def build_parser() -> argparse.ArgumentParser:

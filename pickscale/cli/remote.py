@@ -54,9 +54,12 @@ def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[li
 
 
 def _remote_fs(url: str) -> tuple[Any, str]:
+    """The filesystem of a bucket folder, with the run's storage options (those of its inputs and store)."""
     import fsspec
 
-    fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)
+    from ..io.storage import current
+
+    fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True, **current())
     return fs, root.rstrip("/")
 
 

@@ -133,7 +133,7 @@ def command_client(workers: int | None, scheduler: str | None, closing: list | N
             except (OSError, TimeoutError, TypeError, ValueError) as exc:
                 tls = ("; a tls:// scheduler needs the client's certificate and CA "
                        "(DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT, "
-                       "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY; see Security in the README)"
+                       "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY; see docs/security.md)"
                        if str(address).startswith("tls://") or "TLS" in str(exc) else "")
                 named = (f" (named by {target.source} {target.scheduler_file}: a file left by a scheduler that "
                          "has stopped?)" if target.scheduler_file

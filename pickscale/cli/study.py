@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import OptionsError, PickscaleError
 
-__all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level", "where_to_run"]
+__all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level", "where_to_run", "storage_of"]
 
 _SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin", "tols",
             "group_by")
@@ -153,6 +153,14 @@ def _names_a_file(source: Any) -> bool:
     return False
 
 
+def storage_of(args: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """``storage_options`` of the reading: the study file's, under the ``--storage-option`` flags."""
+    from ..io.storage import parse_storage_options
+
+    options = parse_storage_options(getattr(args, "storage_option", None), given=config.get("storage_options"))
+    return {"storage_options": options} if options else {}
+
+
 def study_of(args: argparse.Namespace) -> Study:
     """The :class:`Study` of ``pickscale score``'s arguments (and ``--config``), checked."""
     from ..config import load_config
@@ -184,7 +192,7 @@ def study_of(args: argparse.Namespace) -> Study:
                  "station_key": _flag(args, config, "station_key", "as-is"),
                  "columns": _flag(args, config, "columns"), "coverage": coverage,
                  **({"stations": stations} if stations is not None else {}),
-                 **({"storage_options": config["storage_options"]} if config.get("storage_options") else {})},
+                 **storage_of(args, config)},
         options=scoring_options(args, config),
         **where_to_run(args, config, base),
         block_picks=whole_number(_flag(args, config, "block_picks"), "--block-picks"),

@@ -37,8 +37,8 @@ _BATCH_BYTES = 12 * 2**20
 # A task reads tiny files at ~40 µs each (CSV files of one header are parsed as one text, Parquet files of one
 # schema as one table; engine.parts.read_files) plus a normalisation of ~30 ms: 2,048 files a task.
 _BATCH_FILES = 2048
-# An object is one request or more (20-75 ms each, fetched one after another inside a task: benchmarks/
-# object_storage.py): fewer objects a task, so that the tasks of a bucket of tiny objects spread over the workers.
+# An object is a request (20-75 ms: benchmarks/object_storage.py); a task fetches its objects at once
+# (pickscale.io.storage.prefetched), but fewer objects a task still spread a bucket of tiny objects over the workers.
 _BATCH_OBJECTS = 128
 
 
@@ -170,10 +170,10 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
     ``source`` is a path, folder, glob or fsspec URL (or a list of them), a
     pandas DataFrame, or a Dask DataFrame.  Picks are read as
     :class:`pickscale.engine.parts.PickPart` (only picks at or above ``floor`` are
-    kept), the reference as :class:`pickscale.readers.Normalised`.
+    kept), the reference as :class:`pickscale.io.Normalised`.
     An ObsPy ``Catalog``, a bulletin file/folder/glob (read on the client:
     bulletins are small), a SeisBench ``PickList`` (or pick-like objects) or
-    a dict name → such is first made a frame (:func:`pickscale.formats.as_frame`).
+    a dict name → such is first made a frame (:func:`pickscale.io.formats.as_frame`).
     ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`; ``keep``: a further reference
     column kept (the group column of ``group_by``, SPEC §14).  ``storage_options`` go to fsspec for URLs
     (listing on the client, reading in the tasks; :mod:`pickscale.io.storage`).  Sizes come from the

@@ -149,9 +149,9 @@ def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "
     value): a few bytes an arrival to gather, and the client's SPEC §2 scope
     works on the codes.  ``storage_options`` as in :func:`read_part`.
     """
-    from ..io.storage import using
+    from ..io.storage import prefetched, using
 
-    with using(storage_options):
+    with using(storage_options), prefetched(paths):
         return _read_reference(paths, drop_invalid=drop_invalid, station_key=station_key, columns=columns,
                                keep=keep)
 
@@ -245,9 +245,9 @@ def read_files(paths: list[str], *, drop_invalid: bool, floor: float, station_ke
     file's input errors are reported together, each as when the file is read alone (a storage failure
     once: the other files would fail alike).  ``storage_options`` as in :func:`read_part`.
     """
-    from ..io.storage import using
+    from ..io.storage import prefetched, using
 
-    with using(storage_options):
+    with using(storage_options), prefetched(paths):
         if len(paths) > 1:
             together = _read_together(paths, floor=floor, station_key=station_key, columns=columns)
             if together is not None:

@@ -85,7 +85,7 @@ def score(
         in SPEC §1.  The reference may also be a bulletin ObsPy reads (QuakeML,
         NonLinLoc, hypoDD …; a file, folder or glob) or an ObsPy ``Catalog``;
         the picks a SeisBench ``PickList`` (or any pick-like objects), or a
-        dict of model name → such (see README, "Input formats").
+        dict of model name → such (see docs/usage.md, "Input formats").
     threshold, tol, residual_tol, thresholds, budget, exhaustive
         Options; see :class:`pickscale.options.Options`.
     drop_invalid

@@ -169,11 +169,11 @@ def _write_marker(out_dir: Path, record: dict[str, Any]) -> None:
 def cleanup_output_temporaries(out_dir: Path) -> list[Path]:
     """Remove the hidden folders in which runs that died were writing tables and figures.
 
-    Each has its lease beside it (``<folder>.lease``, :mod:`pickscale.store.lease`): a folder of a run on
+    Each has its lease beside it (``<folder>.lease``, :mod:`pickscale.store.temporaries`): a folder of a run on
     another host sharing ``out_dir`` is removed only once that lease has expired, one of this host once
     its pid no longer runs.
     """
-    from ..store import lease
+    from ..store import temporaries
 
     removed: list[Path] = []
     try:
@@ -183,15 +183,15 @@ def cleanup_output_temporaries(out_dir: Path) -> list[Path]:
     pattern = re.escape(_OUTPUTS_TMP) + r"(\d+)-[0-9a-f]+"
     for path in entries:
         m = re.fullmatch(pattern, path.name)
-        if m and path.is_dir() and not path.is_symlink() and lease.sibling_stale(path, int(m.group(1))):
+        if m and path.is_dir() and not path.is_symlink() and temporaries.sibling_stale(path, int(m.group(1))):
             shutil.rmtree(path, ignore_errors=True)
             if not os.path.lexists(path):
                 removed.append(path)
                 with contextlib.suppress(OSError):
-                    lease.sidecar(path).unlink()
-        m = re.fullmatch(pattern + re.escape(lease.SIDECAR_SUFFIX), path.name)
-        base = path.with_name(path.name.removesuffix(lease.SIDECAR_SUFFIX))
-        if m and not os.path.lexists(base) and lease.sibling_stale(base, int(m.group(1))):
+                    temporaries.sidecar(path).unlink()
+        m = re.fullmatch(pattern + re.escape(temporaries.SIDECAR_SUFFIX), path.name)
+        base = path.with_name(path.name.removesuffix(temporaries.SIDECAR_SUFFIX))
+        if m and not os.path.lexists(base) and temporaries.sibling_stale(base, int(m.group(1))):
             with contextlib.suppress(OSError):
                 path.unlink()  # a lease whose folder is gone
     return removed
@@ -258,14 +258,14 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
     out_dir = Path(out_dir)
     frames = tables(ds)
     out_dir.mkdir(parents=True, exist_ok=True)
-    from ..store import lease
+    from ..store import temporaries
 
     tmp = out_dir / f"{_OUTPUTS_TMP}{os.getpid()}-{secrets.token_hex(4)}"
-    lease.claim(tmp)  # before the folder: a run on another host sees whose it is, and until when
+    temporaries.claim(tmp)  # before the folder: a run on another host sees whose it is, and until when
     try:
         tmp.mkdir()
     except BaseException:
-        lease.drop(tmp)
+        temporaries.drop(tmp)
         raise
     try:
         paths = write_tables(frames, tmp)
@@ -290,7 +290,7 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         removed = _commit_outputs(tmp, out_dir, new, store)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        lease.drop(tmp)
+        temporaries.drop(tmp)
     if not quiet:
         print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
         print(f"\nwrote {', '.join(written)} to {out_dir}")

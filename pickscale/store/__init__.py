@@ -24,6 +24,8 @@ The package, one concept per module:
     the target's checks and its hidden ``.<name>.<kind>-<pid>-<random>`` siblings;
 :mod:`~pickscale.store.lease`
     who owns a lock or a temporary: host, boot id, pid and a lease renewed while its run lives;
+:mod:`~pickscale.store.temporaries`
+    the temporary siblings' leases (``<temporary>.lease``): claimed, dropped, judged stale;
 :mod:`~pickscale.store.locks`
     the writer lock (:func:`reserved` holds it for a whole run);
 :mod:`~pickscale.store.cleanup`
@@ -36,8 +38,10 @@ The package, one concept per module:
     what a results store must satisfy when it is opened (SPEC §15): counts within their bounds, derived
     metrics equal to what the counts give, options, extent and pairs well formed;
 :mod:`~pickscale.store.remote`
-    stores on object storage (``s3://``, ``gs://``; the extra ``pickscale[cloud]``): Icechunk
-    repositories, one commit per save, earlier versions readable.
+    stores on object storage (``s3://``, ``gs://``, ``az://``; the extra ``pickscale[cloud]``): Icechunk
+    repositories, one commit per save, earlier versions readable;
+:mod:`~pickscale.store.buckets`
+    where such a store lives: its URL and fsspec's ``storage_options`` as Icechunk's storage.
 
 Example
 -------

@@ -3,7 +3,7 @@
 A run killed while saving leaves ``.<name>.tmp-<pid>-<random>`` (a
 half-written store) or ``.<name>.old-<pid>-<random>`` (the previous store,
 about to be deleted) next to the target, each with its lease
-``<sibling>.lease`` (:mod:`.lease`); :func:`cleanup_stale` removes those of
+``<sibling>.lease`` (:mod:`.temporaries`); :func:`cleanup_stale` removes those of
 runs that are gone -- on this host, whose pid no longer runs; on another host
 of a shared file system, whose lease has expired -- and puts a previous store
 back when the target is missing.
@@ -17,7 +17,7 @@ import shutil
 
 from pickscale.errors import StoreError
 
-from . import lease
+from . import temporaries
 from .locks import HELD, acquire_lock, release_lock
 from .paths import PathLike, local_store_path, siblings
 from .schema import is_pickscale_store
@@ -82,16 +82,16 @@ def remove_dead_siblings(target: pathlib.Path, kinds: tuple[str, ...]) -> list[p
     removed = []
     for kind in kinds:
         for sibling, pid in siblings(target, kind):
-            if not lease.sibling_stale(sibling, pid):
+            if not temporaries.sibling_stale(sibling, pid):
                 continue
             _remove_path(sibling)
             if not os.path.lexists(sibling):
                 removed.append(sibling)
-                _remove_path(lease.sidecar(sibling))
-        for orphan, pid in siblings(target, kind, suffix=lease.SIDECAR_SUFFIX):
+                _remove_path(temporaries.sidecar(sibling))
+        for orphan, pid in siblings(target, kind, suffix=temporaries.SIDECAR_SUFFIX):
             # A lease whose temporary is gone: its run died before creating it, or after removing it.
-            base = orphan.with_name(orphan.name.removesuffix(lease.SIDECAR_SUFFIX))
-            if not os.path.lexists(base) and lease.sibling_stale(base, pid):
+            base = orphan.with_name(orphan.name.removesuffix(temporaries.SIDECAR_SUFFIX))
+            if not os.path.lexists(base) and temporaries.sibling_stale(base, pid):
                 _remove_path(orphan)
                 if not os.path.lexists(orphan):
                     removed.append(orphan)
@@ -100,11 +100,11 @@ def remove_dead_siblings(target: pathlib.Path, kinds: tuple[str, ...]) -> list[p
 
 def _restore_newest_old(target: pathlib.Path) -> None:
     """Put back the previous store a dead run moved aside before dying."""
-    dead = [(p.stat().st_mtime, p) for p, pid in siblings(target, "old") if lease.sibling_stale(p, pid)]
+    dead = [(p.stat().st_mtime, p) for p, pid in siblings(target, "old") if temporaries.sibling_stale(p, pid)]
     candidates = [p for _, p in sorted(dead, reverse=True) if is_pickscale_store(p)]
     if candidates:
         os.rename(candidates[0], target)
-        _remove_path(lease.sidecar(candidates[0]))
+        _remove_path(temporaries.sidecar(candidates[0]))
 
 
 def _remove_path(path: pathlib.Path) -> None:

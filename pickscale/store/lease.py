@@ -3,9 +3,9 @@
 A folder on a shared file system is written from several machines, where a pid means
 nothing: a pid checked on this host says nothing about a run on another node.  So every lock
 and every temporary sibling carries an *owner record* -- a small JSON text in the lock file
-itself, and in ``<temporary>.lease`` beside a temporary -- with the writer's host name, the
-host's boot id (``/proc/sys/kernel/random/boot_id`` where there is one), its pid and a lease
-expiry.  While the run lives, a background thread renews the lease (every
+itself, and in ``<temporary>.lease`` beside a temporary (:mod:`pickscale.store.temporaries`) --
+with the writer's host name, the host's boot id (``/proc/sys/kernel/random/boot_id`` where there
+is one), its pid and a lease expiry.  While the run lives, a background thread renews the lease (every
 :func:`renew_seconds`, a lease lasting :func:`lease_seconds`).  A record is judged
 (:func:`alive`):
 
@@ -33,7 +33,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
@@ -60,10 +59,6 @@ __all__ = [
     "renewing",
     "release",
     "lost",
-    "sidecar",
-    "claim",
-    "drop",
-    "sibling_stale",
     "describe_owner",
 ]
 
@@ -80,8 +75,6 @@ RECORD_BYTES = 512
 #: A lock or lease file that holds no readable record yet (its writer is between creating and
 #: writing it) is treated as alive for this long before it counts as stale.
 EMPTY_GRACE_S = 30.0
-
-SIDECAR_SUFFIX = ".lease"
 
 
 def _seconds(name: str, default: float) -> float:
@@ -225,9 +218,6 @@ def describe_owner(owner: Owner | None) -> str:
     return who
 
 
-# --------------------------------------------------------------------------- renewing
-
-
 class _Renewer:
     """The thread that renews this process's leases, in place, while it holds them."""
 
@@ -323,53 +313,3 @@ def release(path: pathlib.Path) -> None:
 def lost(path: pathlib.Path) -> bool:
     """Whether the lease in ``path`` was found gone or taken by another run while being renewed."""
     return _RENEWER.is_lost(path)
-
-
-# --------------------------------------------------------------------------- temporaries
-
-
-def sidecar(path: pathlib.Path) -> pathlib.Path:
-    """The lease file of a temporary: ``<temporary>.lease``."""
-    return path.with_name(path.name + SIDECAR_SUFFIX)
-
-
-def claim(path: pathlib.Path) -> None:
-    """Write and keep renewing the lease of a temporary this process is about to create at ``path``.
-
-    Written before the temporary, removed after it (:func:`drop`): a temporary of this version always
-    has its lease beside it while its run lives.
-    """
-    token = new_token()
-    lease = sidecar(path)
-    fd = os.open(lease, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    try:
-        os.write(fd, record(token))
-    finally:
-        os.close(fd)
-    renewing(lease, token)
-
-
-def drop(path: pathlib.Path) -> None:
-    """Stop renewing the lease of the temporary at ``path``, and remove the lease once the temporary is gone."""
-    lease = sidecar(path)
-    release(lease)
-    if not os.path.lexists(path):
-        with contextlib.suppress(OSError):
-            lease.unlink()
-
-
-def sibling_stale(path: pathlib.Path, pid: int) -> bool:
-    """Whether the temporary at ``path`` (named with ``pid``) was left by a run that is gone.
-
-    Judged by its lease (:func:`alive`) when it has one, else -- an earlier pickscale's, or one whose
-    lease was already removed -- by ``pid`` on this host.
-    """
-    try:
-        owner, age = read_owner(sidecar(path))
-    except OSError:
-        return False  # a lease this account cannot read: not ours to judge
-    if age == math.inf:
-        return not pid_running(pid)
-    if owner is None:
-        return age >= EMPTY_GRACE_S
-    return not alive(owner)

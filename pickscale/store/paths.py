@@ -110,15 +110,15 @@ def local_store_path(location: PathLike, *, what: str = "results store") -> path
 
 def _remote_refusal(scheme: str) -> str:
     """Why a ``scheme://`` location cannot be written here, and what to do."""
+    from .buckets import extra_of
     from .remote import SCHEMES, cloud_installed
 
     if scheme not in SCHEMES:
         return (f"pickscale cannot write results to {scheme}:// URLs (only to a local folder, or with the extra "
                 f"pickscale[cloud] to {', '.join(s + '://' for s in SCHEMES)} object storage)")
-    if not cloud_installed():
-        return (f"results on {scheme}:// object storage need the extra pickscale[cloud] "
-                "(pip install 'pickscale[cloud]': icechunk, s3fs), which is not installed; install it, or give a "
-                "local folder")
+    if not cloud_installed(scheme):
+        return (f"results on {scheme}:// object storage need the extra {extra_of(scheme)}, which is not "
+                "installed; install it, or give a local folder")
     return "this takes a local folder, not a URL"
 
 

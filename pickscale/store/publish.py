@@ -17,13 +17,14 @@ import pathlib
 import shutil
 import time
 import warnings
+from typing import Any
 
 import xarray as xr
 import zarr
 
 from pickscale.errors import StoreError
 
-from . import lease
+from . import temporaries
 from .cleanup import remove_dead_siblings
 from .codec import sanitise
 from .locks import HELD, acquire_lock, confirm_held, release_lock
@@ -34,7 +35,8 @@ from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
 __all__ = ["save"]
 
 
-def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.Path | str:
+def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False,
+         storage_options: dict[str, Any] | None = None) -> pathlib.Path | str:
     """Write a results dataset to a Zarr v3 store, atomically.
 
     The dataset is first cleaned for Zarr v3 (text as NumPy ``StringDType``,
@@ -57,6 +59,12 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
     overwrite : bool, default False
         Replace an existing pickscale store at ``path``.  A path holding
         anything that is not a pickscale store is never replaced.
+    storage_options : dict, optional
+        A URL only: fsspec's options for it (s3fs's ``endpoint_url``, ``key``,
+        ``secret``, ``anon``; gcsfs's ``token``; adlfs's ``account_name``,
+        ``account_key``, ``sas_token``), as for the inputs of
+        :func:`pickscale.score` (:mod:`pickscale.store.buckets`); default the
+        environment's.
 
     Returns
     -------
@@ -108,7 +116,7 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
         from .remote import check_remote, save_remote
 
         url = check_remote(os.fspath(path))
-        save_remote(ds, url, overwrite=overwrite)
+        save_remote(ds, url, overwrite=overwrite, storage_options=storage_options)
         return url
     target = local_store_path(path, what="results store")
     check_parent(target)
@@ -132,7 +140,7 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
                 _remove_temporary(tmp)
             raise
         finally:
-            lease.drop(tmp)
+            temporaries.drop(tmp)
     finally:
         if lock is not None:
             release_lock(lock)
@@ -141,9 +149,9 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.
 
 
 def _claim(path: pathlib.Path, target: pathlib.Path) -> None:
-    """The lease of a temporary sibling (:func:`.lease.claim`); a failure is a StoreError."""
+    """The lease of a temporary sibling (:func:`.temporaries.claim`); a failure is a StoreError."""
     try:
-        lease.claim(path)
+        temporaries.claim(path)
     except OSError as exc:
         raise StoreError(f"could not write results to {target}: {describe(exc)}; nothing was changed at the "
                          "target") from exc
@@ -219,7 +227,7 @@ def _move_into_place(tmp: pathlib.Path, target: pathlib.Path) -> None:
         # a hidden sibling that cleanup_stale removes once this run is gone.
         shutil.rmtree(old, ignore_errors=True)
     finally:
-        lease.drop(old)
+        temporaries.drop(old)
 
 
 def _rename_or_fail(

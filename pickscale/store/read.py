@@ -35,7 +35,8 @@ __all__ = ["open_results"]
 _READ_ATTEMPTS = 5
 
 
-def open_results(path: PathLike, *, version: str | None = None) -> xr.Dataset:
+def open_results(path: PathLike, *, version: str | None = None,
+                 storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """Read a complete pickscale results store into memory, checked.
 
     The store is checked before it is opened: it must exist, be a Zarr v3
@@ -68,6 +69,9 @@ def open_results(path: PathLike, *, version: str | None = None) -> xr.Dataset:
     version : str, optional
         A store on object storage only: the version to read (as listed by
         :func:`pickscale.store.remote.versions`); default the latest.
+    storage_options : dict, optional
+        A URL only: fsspec's options for it, as for :func:`~pickscale.store.save`;
+        default the environment's.
 
     Returns
     -------
@@ -108,7 +112,7 @@ def open_results(path: PathLike, *, version: str | None = None) -> xr.Dataset:
     from .remote import is_remote
 
     if is_remote(path) or version is not None:
-        return _open_version(path, version)
+        return _open_version(path, version, storage_options)
     store = local_store_path(path, what="results store")
     for attempt in range(_READ_ATTEMPTS):
         try:
@@ -129,14 +133,14 @@ def open_results(path: PathLike, *, version: str | None = None) -> xr.Dataset:
     )
 
 
-def _open_version(path: PathLike, version: str | None) -> xr.Dataset:
+def _open_version(path: PathLike, version: str | None, storage_options: dict[str, Any] | None) -> xr.Dataset:
     """A store on object storage (:mod:`.remote`), at its latest version or at ``version``."""
     from .remote import check_remote, is_remote, open_remote
 
     if not is_remote(path):
         raise StoreError(f"results store {path}: a local store has one version; version= is for stores on "
                          "object storage (s3://…)")
-    return open_remote(check_remote(os.fspath(path)), version=version)
+    return open_remote(check_remote(os.fspath(path)), version=version, storage_options=storage_options)
 
 
 class _Replaced(Exception):

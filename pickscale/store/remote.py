@@ -12,11 +12,15 @@ on its branch ``main``, made of immutable snapshots, so
 * each save (``score``, ``extend``) is a version, reopened with ``open_results(url, version=...)``
   (:func:`versions` lists them, newest first).
 
-Icechunk and s3fs are the optional extra ``pickscale[cloud]`` (Icechunk 1.x: 2.x needs Python >= 3.12).
-Without them, or for a scheme Icechunk does not serve, a URL is refused before any work
-(:func:`pickscale.store.paths.local_store_path`).  S3 settings come from the environment as for the
-AWS tools: ``AWS_ENDPOINT_URL`` (an S3-compatible server; ``http://`` allowed), ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``/``AWS_REGION``.
+Icechunk and s3fs are the optional extra ``pickscale[cloud]`` (Icechunk 1.x: 2.x needs Python >= 3.12;
+``gs://`` needs gcsfs and ``az://`` adlfs besides, for the tables written beside the store).  Without them,
+or for a scheme Icechunk does not serve, a URL is refused before any work
+(:func:`pickscale.store.paths.local_store_path`).  Where the store is and which credentials open it: the
+URL and fsspec's ``storage_options`` (:mod:`.buckets`), given to each function here or, when not given,
+the run's (:func:`pickscale.io.storage.using`); what they leave out comes from the environment as for each
+cloud's own tools (``AWS_ENDPOINT_URL`` for an S3-compatible server, ``http://`` allowed;
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``GOOGLE_APPLICATION_CREDENTIALS``;
+``AZURE_STORAGE_ACCOUNT_NAME`` …).
 """
 
 from __future__ import annotations
@@ -32,24 +36,25 @@ import xarray as xr
 
 from pickscale.errors import StoreError
 
+from .buckets import SCHEMES, extra_of, icechunk_storage, probe_options
 from .paths import describe, url_scheme
 
 __all__ = ["SCHEMES", "is_remote", "cloud_installed", "check_remote", "RemoteStore", "reserve", "save_remote",
            "open_remote", "open_remote_version", "versions", "probe", "RESERVED"]
 
-#: The schemes a remote store may have (what Icechunk's storages serve).
-SCHEMES = ("s3", "gs", "gcs")
-
 #: Writers reserved by this process (:func:`reserve`): store URL -> its writer.
 RESERVED: dict[str, RemoteStore] = {}
 
 
-def cloud_installed() -> bool:
-    """Whether the extra ``pickscale[cloud]`` (icechunk, fsspec) is installed."""
+def cloud_installed(scheme: str = "s3") -> bool:
+    """Whether what results on ``scheme://`` need is installed: icechunk, and fsspec's filesystem of the scheme
+    (s3fs, gcsfs, adlfs: the tables beside the store are written with it)."""
     try:
-        import fsspec  # noqa: F401
+        import fsspec
         import icechunk  # noqa: F401
-    except ImportError:
+
+        fsspec.get_filesystem_class(scheme)
+    except (ImportError, ValueError):
         return False
     return True
 
@@ -67,33 +72,25 @@ def check_remote(location: str, *, what: str = "results store") -> str:
         raise StoreError(f"{what} {location}: pickscale writes results to {', '.join(s + '://' for s in SCHEMES)} "
                          f"URLs (Icechunk stores), not to {scheme}:// ones; give one of those, or a local folder; "
                          "nothing was written.")
-    if not cloud_installed():
+    if not cloud_installed(scheme):
         raise StoreError(f"{what} {location}: writing results to object storage needs the extra "
-                         "pickscale[cloud] (pip install 'pickscale[cloud]': icechunk, s3fs); nothing was written.")
+                         f"{extra_of(scheme)}; nothing was written.")
     parts = urllib.parse.urlsplit(location)
     if not parts.netloc:
         raise StoreError(f"{what} {location}: no bucket in the URL ({scheme}://BUCKET/PATH).")
     return location.rstrip("/")
 
 
+def _options(storage_options: dict[str, Any] | None) -> dict[str, Any]:
+    """The storage options given, else the run's (:func:`pickscale.io.storage.using`)."""
+    from pickscale.io.storage import current
+
+    return dict(storage_options) if storage_options is not None else current()
+
+
 def _bucket_prefix(url: str) -> tuple[str, str]:
     parts = urllib.parse.urlsplit(url)
     return parts.netloc, parts.path.strip("/")
-
-
-def _storage(url: str) -> Any:
-    """The Icechunk storage of a store URL, configured from the environment."""
-    import icechunk
-
-    bucket, prefix = _bucket_prefix(url)
-    scheme = url_scheme(url)
-    if scheme in ("gs", "gcs"):
-        return icechunk.gcs_storage(bucket=bucket, prefix=prefix, from_env=True)
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
-    return icechunk.s3_storage(bucket=bucket, prefix=prefix, endpoint_url=endpoint, region=region,
-                               allow_http=bool(endpoint and endpoint.startswith("http://")),
-                               force_path_style=endpoint is not None, from_env=True)
 
 
 def _config() -> Any:
@@ -104,30 +101,37 @@ def _config() -> Any:
         retries=icechunk.StorageRetriesSettings(max_tries=3, initial_backoff_ms=100, max_backoff_ms=1000)))
 
 
-def _settings_hint(url: str) -> str:
-    if url_scheme(url) == "s3":
-        endpoint = os.environ.get("AWS_ENDPOINT_URL")
-        return ("check the endpoint (AWS_ENDPOINT_URL" + (f"={endpoint}" if endpoint else " unset: AWS itself")
-                + "), the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and that the bucket exists")
-    return "check the credentials (GOOGLE_APPLICATION_CREDENTIALS) and that the bucket exists"
+def _settings_hint(url: str, options: dict[str, Any]) -> str:
+    scheme = url_scheme(url)
+    if scheme == "s3":
+        client: dict[str, Any] = c if isinstance(c := options.get("client_kwargs"), dict) else {}
+        given = options.get("endpoint_url") or client.get("endpoint_url")
+        endpoint = given or os.environ.get("AWS_ENDPOINT_URL")
+        where = ("storage_options endpoint_url" if given else "AWS_ENDPOINT_URL") + (
+            f"={endpoint}" if endpoint else " unset: AWS itself")
+        keys = "storage_options key, secret" if options.get("key") else "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY"
+        return f"check the endpoint ({where}), the credentials ({keys}) and that the bucket exists"
+    if scheme in ("gs", "gcs"):
+        return ("check the credentials (storage_options token, or GOOGLE_APPLICATION_CREDENTIALS) and that the "
+                "bucket exists")
+    return ("check the account and credentials (storage_options account_name, account_key or sas_token, or "
+            "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_KEY) and that the container exists")
 
 
-def probe(url: str, *, what: str = "results store") -> None:
+def probe(url: str, *, what: str = "results store", storage_options: dict[str, Any] | None = None) -> None:
     """Reach the bucket of ``url`` once, quickly: an unreachable endpoint, refused credentials or a missing
     bucket are a StoreError naming the URL and the setting to check."""
     import fsspec
 
     bucket, _ = _bucket_prefix(url)
     scheme = url_scheme(url) or "s3"
-    options: dict[str, Any] = {}
-    if scheme == "s3":
-        options = {"config_kwargs": {"connect_timeout": 5, "read_timeout": 20, "retries": {"max_attempts": 2}}}
+    options = _options(storage_options)
     try:
-        fs = fsspec.filesystem(scheme, skip_instance_cache=True, **options)
+        fs = fsspec.filesystem(scheme, skip_instance_cache=True, **probe_options(url, options))
         fs.ls(bucket, refresh=True)
     except Exception as exc:  # noqa: BLE001 (botocore, aiohttp, google-auth: any failure to reach the bucket)
         raise StoreError(f"{what} {url}: cannot reach the bucket {bucket} ({describe(exc)[:300]}); "
-                         f"{_settings_hint(url)}; nothing was written.") from None
+                         f"{_settings_hint(url, options)}; nothing was written.") from None
 
 
 @dataclass
@@ -140,13 +144,14 @@ class RemoteStore:
     base: str | None  # the snapshot of `main` the run checked, None for a repository it created
     exists: bool  # whether `main` holds a pickscale store
     attrs: dict[str, Any] = field(default_factory=dict)
+    storage_options: dict[str, Any] = field(default_factory=dict)
 
 
-def _open_repo(url: str, *, create: bool) -> Any:
+def _open_repo(url: str, *, create: bool, options: dict[str, Any]) -> Any:
     import icechunk
 
-    storage = _storage(url)
     try:
+        storage = icechunk_storage(url, options)
         if icechunk.Repository.exists(storage):
             return icechunk.Repository.open(storage, config=_config())
         if not create:
@@ -156,7 +161,8 @@ def _open_repo(url: str, *, create: bool) -> Any:
         except icechunk.IcechunkError:  # another writer created it meanwhile
             return icechunk.Repository.open(storage, config=_config())
     except icechunk.IcechunkError as exc:
-        raise StoreError(f"results store {url}: cannot open it ({_short(exc)}); {_settings_hint(url)}.") from None
+        raise StoreError(f"results store {url}: cannot open it ({_short(exc)}); "
+                         f"{_settings_hint(url, options)}.") from None
 
 
 def _is_pickscale_attrs(attrs: dict[str, Any]) -> bool:
@@ -181,14 +187,16 @@ def _main_attrs(repo: Any, url: str) -> tuple[str, dict[str, Any] | None]:
     return session.snapshot_id, dict(group.attrs)
 
 
-def reserve(url: str, *, overwrite: bool, extend: bool = False) -> RemoteStore:
+def reserve(url: str, *, overwrite: bool, extend: bool = False,
+            storage_options: dict[str, Any] | None = None) -> RemoteStore:
     """Start a writer of the store at ``url`` (created if missing), refusing early what save would refuse.
 
     The writer's session starts at today's version: its commit (:func:`save_remote`) fails if another
     writer commits first.
     """
-    probe(url)
-    repo = _open_repo(url, create=not extend)
+    options = _options(storage_options)
+    probe(url, storage_options=options)
+    repo = _open_repo(url, create=not extend, options=options)
     if repo is None:
         raise StoreError(f"no results store at {url}: `pickscale extend URL` extends a store that "
                          "`pickscale score --out URL` wrote.")
@@ -203,13 +211,15 @@ def reserve(url: str, *, overwrite: bool, extend: bool = False) -> RemoteStore:
         raise StoreError(f"{url} already exists; pass --overwrite to replace it (its earlier versions stay "
                          "readable), or choose another --out.")
     session = repo.writable_session("main")
-    return RemoteStore(url=url, repo=repo, session=session, base=base, exists=exists, attrs=attrs or {})
+    return RemoteStore(url=url, repo=repo, session=session, base=base, exists=exists, attrs=attrs or {},
+                       storage_options=options)
 
 
 @contextlib.contextmanager
-def reserved(url: str, *, overwrite: bool, extend: bool = False) -> Iterator[RemoteStore]:
+def reserved(url: str, *, overwrite: bool, extend: bool = False,
+             storage_options: dict[str, Any] | None = None) -> Iterator[RemoteStore]:
     """:func:`reserve` for a whole run: :func:`save_remote` of this process commits from that session."""
-    writer = reserve(url, overwrite=overwrite, extend=extend)
+    writer = reserve(url, overwrite=overwrite, extend=extend, storage_options=storage_options)
     RESERVED[writer.url] = writer
     try:
         yield writer
@@ -217,7 +227,8 @@ def reserved(url: str, *, overwrite: bool, extend: bool = False) -> Iterator[Rem
         RESERVED.pop(writer.url, None)
 
 
-def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: str | None = None) -> str:
+def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: str | None = None,
+                storage_options: dict[str, Any] | None = None) -> str:
     """Write ``ds`` as the next version of the remote store at ``url``; return the version (snapshot id).
 
     Refused as :func:`~pickscale.store.save` refuses (an existing store without ``overwrite``); a commit
@@ -231,7 +242,7 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
 
     url = check_remote(url)
     clean = sanitise(ds)
-    writer = RESERVED.get(url) or reserve(url, overwrite=overwrite)
+    writer = RESERVED.get(url) or reserve(url, overwrite=overwrite, storage_options=storage_options)
     if writer.exists and not overwrite:
         raise StoreError(f"results store {url} already exists; pass overwrite=True to save a new version of it")
     if VERSION not in clean.attrs:
@@ -249,19 +260,20 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
                          "run again with --overwrite to replace them).") from None
     except icechunk.IcechunkError as exc:
         raise StoreError(f"could not save results to {url}: {_short(exc)}; the previous version is unchanged; "
-                         f"{_settings_hint(url)}.") from None
+                         f"{_settings_hint(url, writer.storage_options)}.") from None
     # The next save of this writer starts from this version.
     writer.session = writer.repo.writable_session("main")
     writer.base, writer.exists = version, True
     return str(version)
 
 
-def open_remote(url: str, *, version: str | None = None) -> xr.Dataset:
+def open_remote(url: str, *, version: str | None = None, storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """The results of the remote store at ``url`` (its latest version, or ``version``), loaded and checked."""
-    return open_remote_version(url, version=version)[0]
+    return open_remote_version(url, version=version, storage_options=storage_options)[0]
 
 
-def open_remote_version(url: str, *, version: str | None = None) -> tuple[xr.Dataset, str]:
+def open_remote_version(url: str, *, version: str | None = None,
+                        storage_options: dict[str, Any] | None = None) -> tuple[xr.Dataset, str]:
     """:func:`open_remote`, and the version read (its snapshot id)."""
     import icechunk
 
@@ -270,15 +282,16 @@ def open_remote_version(url: str, *, version: str | None = None) -> tuple[xr.Dat
     from .schema import check_pickscale_attrs
 
     url = check_remote(url)
-    probe(url)
-    repo = _open_repo(url, create=False)
+    options = _options(storage_options)
+    probe(url, storage_options=options)
+    repo = _open_repo(url, create=False, options=options)
     if repo is None:
         raise StoreError(f"no results store at {url}: no Icechunk repository there.")
     try:
         session = (repo.readonly_session(snapshot_id=version) if version
                    else repo.readonly_session(branch="main"))
     except icechunk.IcechunkError as exc:
-        known = ", ".join(v["version"] for v in versions(url)[:5])
+        known = ", ".join(v["version"] for v in versions(url, storage_options=options)[:5])
         raise StoreError(f"results store {url} has no version {version!r} ({_short(exc)}); its versions, newest "
                          f"first: {known}") from None
     try:
@@ -290,10 +303,10 @@ def open_remote_version(url: str, *, version: str | None = None) -> tuple[xr.Dat
     return _decoded_text(ds), str(session.snapshot_id)
 
 
-def versions(url: str) -> list[dict[str, Any]]:
+def versions(url: str, *, storage_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The versions of the remote store at ``url``, newest first: ``version`` (the id), ``message``, ``written_at``."""
     url = check_remote(url)
-    repo = _open_repo(url, create=False)
+    repo = _open_repo(url, create=False, options=_options(storage_options))
     if repo is None:
         return []
     return [{"version": str(s.id), "message": s.message, "written_at": s.written_at.isoformat()}

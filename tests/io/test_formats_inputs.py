@@ -1,4 +1,4 @@
-"""Every input format of README "Input formats", scored end to end and compared with the canonical tables.
+"""Every input format of docs/usage.md "Input formats", scored end to end and compared with the canonical tables.
 
 Each file of tests/data/formats is in its tool's own layout (made by
 ``tests/helpers/make_format_data.py``, with ObsPy for the bulletin); scoring it must give exactly

@@ -210,6 +210,6 @@ def test_dict_of_frames_names_the_model():
 def test_core_does_not_import_obspy():
     import subprocess
 
-    code = ("import pickscale.io, pickscale.readers, pickscale.formats, pickscale.engine.parts, sys; "
+    code = ("import pickscale.io, pickscale.io.formats, pickscale.engine.parts, sys; "
             "assert 'obspy' not in sys.modules, 'obspy imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -5,7 +5,7 @@ numbers, booleans, datetimes naive and aware, nullable and pyarrow types, catego
 missing values and garbage strings — as frames, as CSV bytes in any delimiter and encoding, and as
 Parquet files of any Arrow type — never make the readers fail with anything but pickscale's own
 ``InputError``, whose message names the file.  When a table is accepted, the normalised frame keeps
-the contract of ``readers.normalise`` (SPEC §1).
+the contract of ``pickscale.io.normalise`` (SPEC §1).
 
 Deterministic (``derandomize=True``): the same examples on every run, in CI too;
 ``PICKSCALE_FUZZ_EXAMPLES=N`` runs N fresh random examples per test instead.

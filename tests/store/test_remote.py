@@ -239,3 +239,116 @@ def test_without_the_cloud_extra_a_url_is_refused_saying_what_to_install(inputs,
     with pytest.raises(StoreError, match=r"pickscale\[cloud\]"):
         open_results("s3://bucket/run/results.zarr")
     assert sorted(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- storage_options, not the environment
+
+
+@pytest.fixture
+def options_only(s3_bucket, s3_env, monkeypatch):
+    """The bucket reachable with storage_options alone: the environment points at a closed port, no keys."""
+    from tests.helpers.s3 import closed_port, fresh_filesystems
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    fresh_filesystems()
+    return s3_bucket, s3_env.options()
+
+
+@pytest.mark.slow
+def test_storage_options_reach_a_bucket_the_environment_does_not(options_only):
+    bucket, options = options_only
+    url = f"s3://{bucket}/run/results.zarr"
+    assert save(small(2), url, storage_options=options) == url
+    save(small(3), url, overwrite=True, storage_options=options)
+    assert open_results(url, storage_options=options)["n"].values.tolist() == [0, 1, 2]
+    listed = versions(url, storage_options=options)
+    assert open_results(url, version=listed[1]["version"], storage_options=options)["n"].values.tolist() == [0, 1]
+    with pytest.raises(StoreError, match="AWS_ENDPOINT_URL"):  # the environment's endpoint: said, not hung
+        open_results(url)
+
+
+@pytest.mark.slow
+def test_storage_option_flags_serve_the_store_and_the_tables(inputs, local_run, options_only, tmp_path, capsys,
+                                                              monkeypatch):
+    bucket, options = options_only
+    monkeypatch.chdir(tmp_path)
+    flags = [f"--storage-option=endpoint_url={options['endpoint_url']}", "--storage-option=key=testing",
+             "--storage-option=secret=testing", "--storage-option=client_kwargs.region_name=us-east-1"]
+    out = f"s3://{bucket}/run"
+    code, err = run(["score", "--reference", inputs["reference"], "--picks", inputs["picks"], "--out", out,
+                     "--no-figures", "--quiet", *flags], capsys)
+    assert code == 0, err
+    s3fs.S3FileSystem.clear_instance_cache()
+    tables = {name: s3fs.S3FileSystem(**options).cat_file(f"{bucket}/run/{name}.csv") for name in TABLE_NAMES}
+    assert tables == local_tables(local_run)
+    code, err = run(["report", f"{out}/results.zarr", "--out", tmp_path / "here", "--no-figures", "--quiet",
+                     *flags], capsys)
+    assert code == 0, err
+    assert local_tables(tmp_path / "here") == local_tables(local_run)
+    code, err = run(["report", f"{out}/results.zarr", "--out", tmp_path / "again", "--no-figures", "--quiet"],
+                    capsys)  # without the flags: the environment's closed endpoint, exit 2 naming it
+    assert code == 2 and "AWS_ENDPOINT_URL" in err and "Traceback" not in err, err
+
+
+# --------------------------------------------------------------------------- the command killed mid-publish
+
+
+#: Loaded by the command (PYTHONPATH): when it commits its store, it says so in a file and waits there, so the
+#: test kills it with everything written to the session but not committed, whatever the machine's speed.
+_HOLD_COMMIT = """
+import os, pathlib, time
+if os.environ.get("PICKSCALE_TEST_COMMITTING"):
+    import icechunk.session
+
+    def commit(self, *args, **kwargs):
+        pathlib.Path(os.environ["PICKSCALE_TEST_COMMITTING"]).touch()
+        time.sleep(600)  # killed here
+
+    icechunk.session.Session.commit = commit
+"""
+
+
+@pytest.mark.slow
+def test_the_command_killed_while_it_commits_leaves_the_previous_version(inputs, local_run, s3_bucket, tmp_path,
+                                                                          capsys):
+    import os
+    import signal
+    import time
+
+    out = f"s3://{s3_bucket}/run"
+    code, err = run(["score", "--reference", inputs["reference"], "--picks", inputs["first"], "--out", out,
+                     "--no-figures", "--quiet"], capsys)
+    assert code == 0, err
+    before = bucket_tables(out)
+    (tmp_path / "hold").mkdir()
+    (tmp_path / "hold" / "sitecustomize.py").write_text(_HOLD_COMMIT)
+    marker = tmp_path / "committing"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "hold"),
+                                                                      os.environ.get("PYTHONPATH")])),
+           "PICKSCALE_TEST_COMMITTING": str(marker)}
+    command = [sys.executable, "-c", "import sys; from pickscale.cli import main; sys.exit(main(sys.argv[1:]))"]
+    proc = subprocess.Popen([*command, "score", "--reference", str(inputs["reference"]), "--picks",
+                             str(inputs["picks"]), "--out", out, "--overwrite", "--no-figures", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 600
+        while not marker.exists():  # the run has written its store and is committing it
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the run never committed"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    # The previous version is there, whole: the store, its tables and its outputs record.
+    assert len(versions(f"{out}/results.zarr")) == 1
+    assert open_results(f"{out}/results.zarr").sizes["model"] == 1
+    assert bucket_tables(out) == before
+    assert json.loads(fs().cat_file(f"{s3_bucket}/run/pickscale-outputs.json"))["complete"] is True
+    # The next run is in the way of nothing.
+    code, err = run(["score", "--reference", inputs["reference"], "--picks", inputs["picks"], "--out", out,
+                     "--overwrite", "--no-figures", "--quiet"], capsys)
+    assert code == 0, err
+    assert bucket_tables(out) == local_tables(local_run)

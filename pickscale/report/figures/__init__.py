@@ -42,8 +42,7 @@ drawing:
     :func:`figures` and :func:`save_figures`.
 
 (The modules are not named after the figures, so that a figure function
-never hides a module of the same name.)  ``pickscale.plot`` re-exports the
-public names, for one release.
+never hides a module of the same name.)
 
 Example
 -------
