@@ -20,24 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OptionsError
+from .settings import study_keys, study_tables
 
 __all__ = ["load_config", "KEYS"]
 
-KEYS: dict[str, type | tuple[type, ...]] = {
-    "reference": str, "picks": str, "out": str,
-    "threshold": float, "tol": float, "residual_tol": float, "thresholds": list, "budget": (int, list), "ci": float,
-    "time_bin": str,
-    "tols": list, "exhaustive": bool, "drop_invalid": bool, "overwrite": bool,
-    "manual_only": bool, "station_key": str, "columns": str, "coverage": str,
-    "workers": int, "scheduler": str, "scheduler_file": str, "block_picks": int, "group_by": str, "stations": str,
-    "storage_options": dict,  # passed to fsspec for inputs given as URLs (endpoint_url, key, secret, anon …)
-}
-_TABLES = {"inputs": ("reference", "picks", "manual_only", "station_key", "columns", "coverage", "stations",
-                      "storage_options"),
-           "output": ("out", "overwrite"),
-           "options": ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "drop_invalid", "ci",
-                       "tols", "group_by", "time_bin"),
-           "cluster": ("workers", "scheduler", "scheduler_file", "block_picks")}
+#: A study file's keys and the TOML types of each; its tables and the keys each holds: both from the one
+#: declaration of every setting (:mod:`pickscale.settings`).
+KEYS: dict[str, tuple[type, ...]] = study_keys()
+_TABLES = study_tables()
 
 
 def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
@@ -92,8 +82,7 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
         else:
             raise OptionsError(f"config file {p}: unknown key {quote(key)}; known keys: {', '.join(sorted(KEYS))}.")
     for key, value in flat.items():
-        declared = KEYS[key]
-        wants: tuple[type, ...] = declared if isinstance(declared, tuple) else (declared,)
+        wants = KEYS[key]
         ok = any(isinstance(value, want) or (want is float and isinstance(value, int)) for want in wants)
         if not ok or (isinstance(value, bool) and bool not in wants):
             names = " or ".join(want.__name__ for want in wants)

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OptionsError, PickscaleError
+from ..settings import scoring_names
 
 __all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level", "where_to_run", "storage_of"]
 
-_SCORING = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin", "tols",
-            "group_by")
+_SCORING = scoring_names()  # the options of pickscale.options.Options (pickscale.settings)
 
 
 @dataclass

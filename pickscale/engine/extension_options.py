@@ -12,31 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import OptionsError
+from ..settings import extension_treatment, scoring_names
 
 __all__ = ["KEYWORDS", "OPTION_NAMES", "check_options", "check_keywords", "bootstrap_settings"]
 
-#: How an extension treats each keyword of :func:`pickscale.score` (a test checks that every keyword is here):
-#:
-#: ``"store"``
-#:     a scoring option: taken from the store; a value given must agree with the store's (SPEC §11);
-#: ``"refused"``
-#:     what an extension cannot take (SPEC §11): given at all, it is an :class:`OptionsError`;
-#: ``"reading"``
-#:     how the new inputs are read (their rows, columns, files): applies to them alone;
-#: ``"engine"``
-#:     where and how the work runs: never changes a number.
-KEYWORDS: dict[str, str] = {
-    "threshold": "store", "tol": "store", "residual_tol": "store", "thresholds": "store", "budget": "store",
-    "exhaustive": "store", "time_bin": "store", "tols": "store", "group_by": "store",
-    "station_key": "store",  # the same station must have the same name on both sides
-    "coverage": "refused", "stations": "refused",  # stations serve group_by alone (SPEC §14)
-    "drop_invalid": "reading", "manual_only": "reading", "columns": "reading", "storage_options": "reading",
-    "client": "engine", "progress": "engine", "block_picks": "engine", "exchange_method": "engine",
-}
+#: How an extension treats each keyword of :func:`pickscale.score` ("store", "refused", "reading", "engine"):
+#: declared with every setting in :mod:`pickscale.settings` (a test checks that every keyword is there).
+KEYWORDS: dict[str, str] = extension_treatment()
 
 #: The options of :class:`pickscale.options.Options` an extension takes from the store (given ones must agree).
-OPTION_NAMES = ("threshold", "tol", "residual_tol", "thresholds", "budget", "exhaustive", "time_bin",
-                "tols", "group_by")
+OPTION_NAMES = scoring_names()
 
 
 def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
