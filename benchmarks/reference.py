@@ -10,7 +10,7 @@ arrivals cost):
     gather     a pickle round trip of each batch's result (what moving it from a worker costs)
     combine    io.Normalised.combine of the batches
     scope      scope.scope_from_summary (dedupe, summaries, SPEC §2 decisions, masks)
-    plan       engine.plan.plan_units (busy stations cut at quiet gaps of their arrivals)
+    plan       engine.units.plan_units (busy stations cut at quiet gaps of their arrivals)
     encode     UnitPlan.encode_reference
 
 The synthetic bulletin: 2 datasets, 2,000 stations (``XX.S0001`` …, a few
@@ -118,7 +118,7 @@ def run_once(paths: list[str], summary: pd.DataFrame, block_picks: int) -> tuple
         def _batches(files):
             return [files]
     from pickscale.engine.parts import read_reference
-    from pickscale.engine.plan import plan_units
+    from pickscale.engine.units import plan_units
     from pickscale.io import Normalised
     from pickscale.options import Options
     from pickscale.scope import scope_from_summary

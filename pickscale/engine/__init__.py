@@ -1,7 +1,7 @@
-"""The job on Dask: inputs as read tasks, the plan, the exchange, scoring, and where it all runs.
+"""The job on Dask: inputs as read tasks, the work units, the exchange, scoring, and where it all runs.
 
 Modules, in the order of the data flow: :mod:`~pickscale.engine.inputs` (inputs as lazy read tasks),
-:mod:`~pickscale.engine.parts` (what read tasks make on the workers), :mod:`~pickscale.engine.plan` (work units
+:mod:`~pickscale.engine.parts` (what read tasks make on the workers), :mod:`~pickscale.engine.units` (work units
 and partitions), :mod:`~pickscale.engine.exchange` (picks moved to their partition), :mod:`~pickscale.engine.scoring`
 (a partition scored), :mod:`~pickscale.engine.graph` (computing, retries, reduction trees),
 :mod:`~pickscale.engine.run` (:func:`score`, the stages in order), :mod:`~pickscale.engine.collect` (the
@@ -28,8 +28,8 @@ _LAZY = {
     "small_local_input": "cluster",
     "SMALL_INPUT_BYTES": "cluster",
     "check_workers": "workers",
-    "plan_units": "plan",
-    "UnitPlan": "plan",
+    "plan_units": "units",
+    "UnitPlan": "units",
 }
 
 __all__ = sorted(_LAZY)

@@ -95,7 +95,7 @@ def _plan_codes(part: PickPart, plan: Any, cover: Any = None) -> tuple[np.ndarra
 def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...]:
     """Cut one part into one :class:`Piece` per work partition (picks of unscored stations dropped).
 
-    ``plan`` is a :class:`pickscale.engine.plan.UnitPlan`.  The direct exchange: each
+    ``plan`` is a :class:`pickscale.engine.units.UnitPlan`.  The direct exchange: each
     scoring task takes one piece of every part (see :mod:`pickscale.engine.exchange`).
     ``cover``: None, or (Coverage, the scope's kept cells): picks outside the coverage are dropped too.
     """

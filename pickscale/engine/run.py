@@ -7,7 +7,7 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
    reference (one row per analyst arrival) is read in tasks too and gathered as codes.
 2. **Outline**: the parts' summaries (per (dataset, station, model): pick counts and time span at or above
    the floor) are merged on the workers; the client decides the scope of SPEC §2 and the work plan
-   (:mod:`pickscale.engine.plan`, deterministic).
+   (:mod:`pickscale.engine.units`, deterministic).
 3. **Exchange** (:mod:`pickscale.engine.exchange`): picks move to the work partition of their unit — through
    Dask's shuffle (p2p on a cluster; the graph grows like parts + partitions), or, while parts × partitions
    is small, by cutting each part into one piece per partition.
@@ -38,8 +38,8 @@ from .collect import bring_back
 from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, tree_reduce
 from .inputs import load
 from .parts import Failure, PickPart, merge_outlines, outline, report_of
-from .plan import check_units, plan_units
 from .provenance import attributes, rows_read
+from .units import check_units, plan_units
 
 if TYPE_CHECKING:
     import xarray as xr

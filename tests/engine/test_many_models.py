@@ -1,7 +1,7 @@
 """Issue 15, item 1: many models (one per training checkpoint) never overflow a model or group code.
 
 A pick's group code is ``model index * 2 + phase``; its dtype follows the
-number of models (:attr:`pickscale.engine.plan.UnitPlan.group_dtype`: int8 up to
+number of models (:attr:`pickscale.engine.units.UnitPlan.group_dtype`: int8 up to
 63 models, int16 up to 16,383, else int32).  Here one station is scored end to
 end with model counts on both sides of each boundary (63 / 64: int8, 16,383 /
 16,384 / 16,385: int16, where ``2 · M`` crosses 32,767), by both exchanges, and
@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 import pickscale
-from pickscale.engine.plan import UnitPlan
+from pickscale.engine.units import UnitPlan
 
 S = 1_000_000_000
 BASE = pd.Timestamp("2021-03-01", tz="UTC").value

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pickscale
-from pickscale.engine.plan import plan_units
+from pickscale.engine.units import plan_units
 from pickscale.kernel import (
     Partial,
     block_of,

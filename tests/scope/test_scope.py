@@ -501,7 +501,7 @@ def test_combine_keeps_categoricals_with_union_of_categories():
 
 
 def test_plan_and_encode_reference_on_codes_match_strings():
-    from pickscale.engine.plan import plan_units
+    from pickscale.engine.units import plan_units
     from pickscale.options import Options
 
     rng = np.random.default_rng(3)
