@@ -35,6 +35,7 @@ from ..options import Options
 from ..scope import Scope, scope_from_summary
 from . import exchange
 from .collect import bring_back
+from .extent import capture_reference, facts_of
 from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, tree_reduce
 from .inputs import load
 from .parts import Failure, PickPart, merge_outlines, outline, report_of
@@ -231,8 +232,6 @@ def score(
         ref_rows=rows_read(ref_all), picks_rows=rows_read(pick_report), coverage=cover,
     )
     ref_report = report_of(ref_all)
-    from .extension import capture_reference, facts_of
-
     capture_reference(ref_all.frame)  # for pickscale.extend's reference check (nothing otherwise)
 
     if options.time_bin is not None:

@@ -12,7 +12,7 @@ store of results, refuses a store whose numbers contradict each other:
   :meth:`pickscale.options.Options.from_attrs`, and the coordinates are the
   ones they give: the threshold grid with the shared threshold on it, the fine
   curve, tolerances, groups, time bins), ``extent`` (the shape
-  :mod:`pickscale.engine.extension` documents), ``bootstrap``, ``extensions``
+  :mod:`pickscale.engine.extent` documents), ``bootstrap``, ``extensions``
   and ``warnings``;
 - **layout**: every count variable the options call for, with its dims and an
   integer type; labels unique and sorted;

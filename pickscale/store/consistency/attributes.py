@@ -60,7 +60,7 @@ def _span(value: Any) -> bool:
 
 
 def _extent_problem(extent: Any) -> str | None:
-    """What is wrong with an ``extent`` attribute (the shape :mod:`pickscale.engine.extension` documents)."""
+    """What is wrong with an ``extent`` attribute (the shape :mod:`pickscale.engine.extent` documents)."""
     if not isinstance(extent, dict):
         return f"is {type(extent).__name__}, not a mapping"
     datasets, models = extent.get("datasets"), extent.get("models")
