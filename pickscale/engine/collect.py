@@ -5,8 +5,9 @@ The reduction tree stops at up to :data:`~pickscale.kernel.stacks.FAN_IN` pieces
 13 kB a station with three models) would be held there twice, the pieces and their concatenation.  Gathered
 whole, the client would also hold them twice while they arrive (the messages and the arrays made from them)
 and once more while laying them out.  So the pieces come in two steps: first without their station fields
-(keys, pairs and fine curves), then the fields in batches of at most :data:`BATCH_BYTES`, each fetched when
-:func:`pickscale.results.assemble` takes its first field and dropped as the fields are laid out.  The
+(keys, pairs, time-binned rows and fine curves), then the fields in batches of at most :data:`BATCH_BYTES`,
+each fetched when :func:`pickscale.results.assemble` takes its first field and dropped as the fields are laid
+out.  The
 pieces are joined field by field (:class:`JoinedFields`); a station whose time blocks ended in several
 pieces is merged here by the kernel's rules (:func:`~pickscale.kernel.merge_results`), as the reduction
 would have.  Pieces with at most :data:`BATCH_BYTES` of station fields in all are gathered whole.
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..kernel import Partial, StationStack, merge_results, summed_fine
+from ..kernel.stacks import concat_binned
 
 __all__ = ["bring_back", "join", "BATCH_BYTES"]
 
@@ -77,6 +79,7 @@ def _joined(d: int, have: list[tuple[int, StationStack]],
     repeated = keys[counts > 1]
     parts: list[tuple[MutableMapping[str, np.ndarray], np.ndarray | None]] = []
     key_parts, pair_keys, pair_parts = [], [], []
+    bin_parts: list[StationStack] = []  # the binned rows (SPEC §10), sparse: joined like the pairs
     merged: dict[int, list[Any]] = {}
     for i, s in have:
         split = np.isin(s.keys, repeated)
@@ -86,6 +89,11 @@ def _joined(d: int, have: list[tuple[int, StationStack]],
         pairs_kept = ~np.isin(s.pair_key, repeated) if repeated.size else None
         pair_keys.append(s.pair_key if pairs_kept is None else s.pair_key[pairs_kept])
         pair_parts.append(s.pairs if pairs_kept is None else {n: v[pairs_kept] for n, v in s.pairs.items()})
+        bins_kept = ~np.isin(s.bin_key, repeated) if repeated.size else None
+        bin_parts.append(s if bins_kept is None else
+                         StationStack(keys=s.keys[:0], fields={}, pair_key=s.pair_key[:0], pairs={},
+                                      bin_key=s.bin_key[bins_kept],
+                                      binned={n: v[bins_kept] for n, v in s.binned.items()}))
         if split.any():
             rows = take(i, d, np.flatnonzero(split))
             for j, key in enumerate(rows.keys.tolist()):
@@ -96,6 +104,7 @@ def _joined(d: int, have: list[tuple[int, StationStack]],
         key_parts.append(blocks.keys)
         pair_keys.append(blocks.pair_key)
         pair_parts.append(blocks.pairs)
+        bin_parts.append(blocks)
     all_keys = np.concatenate(key_parts)
     order = np.argsort(all_keys, kind="stable")
     # Pairs follow their station: a stable sort by key keeps each station's canonical order.
@@ -103,8 +112,10 @@ def _joined(d: int, have: list[tuple[int, StationStack]],
     p_order = np.argsort(pair_key, kind="stable")
     # Each pair array joined in turn, the pieces' own taken out as it goes (the pairs held once, plus one array).
     pairs = {name: np.concatenate([p.pop(name) for p in pair_parts])[p_order] for name in list(pair_parts[0])}
+    bin_key, binned = concat_binned(bin_parts)
     return StationStack(keys=all_keys[order], fields=JoinedFields(parts, order), pair_key=pair_key[p_order],
-                        pairs=pairs)
+                        pairs=pairs, bin_key=bin_key, binned=binned,
+                        n_time_bins=max(s.n_time_bins for _, s in have))
 
 
 class JoinedFields(MutableMapping[str, np.ndarray]):
@@ -225,8 +236,9 @@ def _field_sizes(piece: Partial) -> dict[int, dict[str, int]]:
 
 
 def _without_fields(piece: Partial) -> Partial:
-    """``piece`` without its station fields: keys, pairs and fine curves (what the client receives first)."""
-    stacks = {d: StationStack(keys=s.keys, fields={}, pair_key=s.pair_key, pairs=s.pairs)
+    """``piece`` without its station fields: keys, pairs, binned rows and fine curves (what the client gets first)."""
+    stacks = {d: StationStack(keys=s.keys, fields={}, pair_key=s.pair_key, pairs=s.pairs, bin_key=s.bin_key,
+                              binned=s.binned, n_time_bins=s.n_time_bins)
               for d, s in piece.stacks.items()}
     return Partial(stacks=stacks, fine=piece.fine)
 

@@ -37,8 +37,9 @@ from ..errors import OptionsError
 __all__ = ["MAX_BINS", "check_time_bin", "count_bins", "bin_edges", "bin_index", "bin_starts", "iso_utc",
            "scored_edges", "stretched_span"]
 
-#: The most time bins a run may have (SPEC §10).  Every station keeps its counts per bin (3 counts × models ×
-#: phases × bins), so the bins multiply the memory of every station's result.  A real study stays far below:
+#: The most time bins a run may have (SPEC §10).  The workers keep a station's counts only for the bins it
+#: occupies (issue 22), but the results Dataset holds them dense (3 counts × models × phases × bins × stations),
+#: so the bins multiply the memory of the result.  A real study stays far below:
 #: 100,000 bins are 11 years of hourly bins, 69 days of one-minute bins, 274 years of days; a span that needs
 #: more is one stray row (a pick dated 1800, times in the wrong epoch unit) or a bin too short for the span.
 MAX_BINS = 100_000

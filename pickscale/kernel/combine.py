@@ -29,7 +29,8 @@ import numpy as np
 
 from . import exact
 
-__all__ = ["Kind", "FIELDS", "PER_STATION", "PAIR_KEY", "of_kind", "merge", "finalize", "pair_order", "add_fine"]
+__all__ = ["Kind", "FIELDS", "PER_STATION", "PAIR_KEY", "BINNED_ROWS", "DENSE_BINNED", "LAID_OUT", "of_kind",
+           "merge", "merge_binned", "finalize", "pair_order", "add_fine"]
 
 
 class Kind(Enum):
@@ -41,6 +42,7 @@ class Kind(Enum):
     DERIVED = "float sums: never added, derived from the combined limbs"
     PAIRS = "residual pairs: concatenated, then put in canonical order"
     FINE = "fine curve: summed per dataset, not kept per station"
+    BINNED = "counts per time bin: one row per bin a station occupies, rows of the same bin summed"
 
 
 #: The declaration: every field of :class:`~pickscale.kernel.StationResult`, in field order, with its kind.
@@ -63,11 +65,14 @@ FIELDS: dict[str, Kind] = {
     "cal_conf_limbs": Kind.LIMBS,
     "conf_sq_sums": Kind.SQUARES,
     "hit_conf_limbs": Kind.LIMBS,
-    # Time bins (SPEC §10): counts at the shared threshold per bin; summed like every count (an empty last
-    # axis without time bins).
-    "n_reference_over_time": Kind.COUNT,
-    "emitted_over_time": Kind.COUNT,
-    "matched_over_time": Kind.COUNT,
+    # Time bins (SPEC §10): counts at the shared threshold per bin, sparse in the bin axis (issue 22): one row
+    # per bin where the station has a nonzero count, never a row per bin of the run (10^4-10^5 bins). Rows of
+    # the same bin are summed; ``n_time_bins`` (the run's bin count) only says how long the dense axis is.
+    "n_time_bins": Kind.BINNED,
+    "binned_bin": Kind.BINNED,
+    "binned_n_reference": Kind.BINNED,
+    "binned_emitted": Kind.BINNED,
+    "binned_matched": Kind.BINNED,
     # Groups of arrivals (SPEC §14): counts at the shared threshold per group of the arrival, summed (an empty
     # last axis without groups); each residual pair carries its arrival's group (0 without groups).
     "n_reference_by_group": Kind.COUNT,
@@ -99,6 +104,21 @@ def of_kind(*kinds: Kind) -> tuple[str, ...]:
 #: A station with nothing to score has every one of them zero (so results leave such stations' columns at zero).
 PER_STATION = of_kind(Kind.COUNT, Kind.LIMBS, Kind.SQUARES, Kind.DERIVED)
 
+#: The :attr:`Kind.BINNED` fields with one row per occupied bin (``binned_bin`` first): ragged across stations,
+#: so a stack keeps them as rows with a station key, as it keeps the residual pairs.
+BINNED_ROWS = tuple(name for name in of_kind(Kind.BINNED) if name != "n_time_bins")
+
+#: Each dense time-binned count of the results Dataset (and :class:`~pickscale.kernel.StationResult`'s dense
+#: views) and the sparse rows it is made from (where the Dataset is laid out, :mod:`pickscale.results.assembly`).
+DENSE_BINNED = {"n_reference_over_time": "binned_n_reference", "emitted_over_time": "binned_emitted",
+                "matched_over_time": "binned_matched"}
+
+#: The per-station counts as the results Dataset holds them, in field order: :data:`PER_STATION` with the
+#: binned counts, dense, where their rows are declared.
+LAID_OUT = tuple(name for field, kind in FIELDS.items() if kind not in (Kind.PAIRS, Kind.FINE)
+                 for name in ((field,) if kind is not Kind.BINNED else
+                              [dense for dense, rows in DENSE_BINNED.items() if rows == field]))
+
 
 def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """The fields of one station from those of its pieces (its time blocks), by :data:`FIELDS`.
@@ -113,6 +133,8 @@ def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
         values = [p[name] for p in parts]
         if kind is Kind.PAIRS:
             out[name] = np.concatenate(values)
+        elif kind is Kind.BINNED:
+            continue  # below, all rows at once
         elif kind is not Kind.DERIVED:
             out[name] = sum(values[1:], start=values[0])
         if kind in _CANONICAL:
@@ -121,7 +143,38 @@ def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     order = pair_order(out)
     out.update({name: out[name][order] for name in PAIR_KEY})
     out.update(finalize(out))
+    out.update(merge_binned([{name: p[name] for name in BINNED_ROWS} for p in parts]))
+    out["n_time_bins"] = parts[0]["n_time_bins"]
     return {name: out[name] for name in FIELDS}
+
+
+def merge_binned(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """:attr:`Kind.BINNED` rows of one station's pieces: one row per bin, ascending, rows of a bin summed.
+
+    Integer sums in any order are exact, so the result is the whole station's, whatever the pieces.
+
+    Examples
+    --------
+    >>> a = {"binned_bin": np.array([2, 5]), "binned_n_reference": np.array([[1, 0], [0, 1]])}
+    >>> b = {"binned_bin": np.array([5]), "binned_n_reference": np.array([[2, 0]])}
+    >>> out = merge_binned([a, b])
+    >>> out["binned_bin"].tolist(), out["binned_n_reference"].tolist()
+    ([2, 5], [[1, 0], [2, 1]])
+    """
+    names = list(parts[0])
+    if len(parts) == 1:
+        return dict(parts[0])
+    bins = np.concatenate([p["binned_bin"] for p in parts])
+    order = np.argsort(bins, kind="stable")
+    bins = bins[order]
+    starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]]) if bins.size else np.zeros(0, np.int64)
+    out = {"binned_bin": bins[starts]}
+    for name in names:
+        if name == "binned_bin":
+            continue
+        values = np.concatenate([p[name] for p in parts])[order]
+        out[name] = np.add.reduceat(values, starts, axis=0) if bins.size else values
+    return out
 
 
 def finalize(f: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -30,14 +30,14 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .combine import PER_STATION, Kind, add_fine, of_kind
+from .combine import BINNED_ROWS, PER_STATION, Kind, add_fine, of_kind
 from .station import StationResult, merge_results
 
-__all__ = ["StationStack", "Partial", "combine_partials", "summed_fine", "FAN_IN"]
+__all__ = ["StationStack", "Partial", "combine_partials", "summed_fine", "concat_binned", "FAN_IN"]
 
 #: Partials combined per reduction task.
 FAN_IN = 8
@@ -60,12 +60,22 @@ class StationStack:
         station in ``keys`` order, each station's in the kernel's canonical order.
     pairs
         ``pair_model``, ``pair_phase``, ``pair_residual_ns``, ``pair_conf`` (K,).
+    bin_key, binned
+        Time bins (SPEC §10), sparse as in :class:`StationResult`: (E,) int64 the station key of each
+        row, and the :data:`~pickscale.kernel.combine.BINNED_ROWS` (E, ...), grouped by station in
+        ``keys`` order, each station's by bin.  A stack costs the bins its stations occupy, never
+        stations × the run's bins.
+    n_time_bins
+        The run's bin count (the dense axis's length); 0 without time bins.
     """
 
     keys: np.ndarray
     fields: MutableMapping[str, np.ndarray]
     pair_key: np.ndarray
     pairs: dict[str, np.ndarray]
+    bin_key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    binned: dict[str, np.ndarray] = field(default_factory=dict)
+    n_time_bins: int = 0
 
     @classmethod
     def of(cls, items: list[tuple[int, StationResult]]) -> StationStack:
@@ -78,6 +88,9 @@ class StationStack:
             fields={name: np.stack([getattr(r, name) for r in results]) for name in PER_STATION},
             pair_key=np.repeat(keys, [r.pair_model.size for r in results]),
             pairs={name: np.concatenate([getattr(r, name) for r in results]) for name in _PAIRS},
+            bin_key=np.repeat(keys, [r.binned_bin.size for r in results]),
+            binned={name: np.concatenate([getattr(r, name) for r in results]) for name in BINNED_ROWS},
+            n_time_bins=int(results[0].n_time_bins) if results else 0,
         )
 
     def result(self, i: int, *, with_pairs: bool = True) -> StationResult:
@@ -86,10 +99,14 @@ class StationStack:
         The pairs are looked up by key: every pair of that station, or none.
         """
         lo, hi = np.searchsorted(self.pair_key, [self.keys[i], self.keys[i] + 1]) if with_pairs else (0, 0)
+        # The binned rows too: all with the pairs, or none (a station's rows are looked up once, like its pairs).
+        blo, bhi = np.searchsorted(self.bin_key, [self.keys[i], self.keys[i] + 1]) if with_pairs else (0, 0)
         empty = np.zeros(0, dtype=np.int64)
         return StationResult(**{name: empty for name in of_kind(Kind.FINE)},
                              **{name: values[i] for name, values in self.fields.items()},
-                             **{name: values[lo:hi] for name, values in self.pairs.items()})
+                             **{name: values[lo:hi] for name, values in self.pairs.items()},
+                             **{name: values[blo:bhi] for name, values in self.binned.items()},
+                             n_time_bins=np.array(self.n_time_bins, np.int64))
 
     @classmethod
     def empty(cls, zero: StationResult) -> StationStack:
@@ -97,7 +114,9 @@ class StationStack:
         return cls(keys=np.zeros(0, np.int64),
                    fields={n: np.zeros((0,) + getattr(zero, n).shape, getattr(zero, n).dtype) for n in PER_STATION},
                    pair_key=np.zeros(0, np.int64),
-                   pairs={n: np.zeros(0, getattr(zero, n).dtype) for n in _PAIRS})
+                   pairs={n: np.zeros(0, getattr(zero, n).dtype) for n in _PAIRS},
+                   bin_key=np.zeros(0, np.int64), binned={n: getattr(zero, n)[:0] for n in BINNED_ROWS},
+                   n_time_bins=int(zero.n_time_bins))
 
     @classmethod
     def concat(cls, stacks: list[StationStack]) -> StationStack:
@@ -110,10 +129,12 @@ class StationStack:
         # Pairs follow their station: a stable sort by key keeps each station's canonical order.
         pair_key = np.concatenate([s.pair_key for s in stacks])
         p_order = np.argsort(pair_key, kind="stable")
+        bin_key, binned = concat_binned(stacks)
         out = cls(keys=keys,
                   fields={n: np.concatenate([s.fields[n] for s in stacks])[order] for n in PER_STATION},
                   pair_key=pair_key[p_order],
-                  pairs={n: np.concatenate([s.pairs[n] for s in stacks])[p_order] for n in _PAIRS})
+                  pairs={n: np.concatenate([s.pairs[n] for s in stacks])[p_order] for n in _PAIRS},
+                  bin_key=bin_key, binned=binned, n_time_bins=max(s.n_time_bins for s in stacks))
         repeated = np.flatnonzero(keys[1:] == keys[:-1])
         return out if not repeated.size else out._merge_repeated(np.unique(keys[repeated]))
 
@@ -132,8 +153,28 @@ class StationStack:
     def take(self, rows: np.ndarray) -> StationStack:
         """The stack of rows ``rows`` (ascending): their fields and every pair of their stations."""
         keep = np.isin(self.pair_key, self.keys[rows])
+        b_keep = np.isin(self.bin_key, self.keys[rows])
         return StationStack(keys=self.keys[rows], fields={n: v[rows] for n, v in self.fields.items()},
-                            pair_key=self.pair_key[keep], pairs={n: v[keep] for n, v in self.pairs.items()})
+                            pair_key=self.pair_key[keep], pairs={n: v[keep] for n, v in self.pairs.items()},
+                            bin_key=self.bin_key[b_keep], binned={n: v[b_keep] for n, v in self.binned.items()},
+                            n_time_bins=self.n_time_bins)
+
+    def binned_nbytes(self) -> int:
+        """Bytes of the stack's time-bin counts (rows and their keys): what the bins cost per task."""
+        return int(self.bin_key.nbytes + sum(v.nbytes for v in self.binned.values()))
+
+
+def concat_binned(stacks: list[StationStack]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The stacks' binned rows in one, grouped by station key (stable: each station's kept by bin).
+
+    A station in several stacks (its time blocks) has its rows side by side here; they are summed per
+    bin where its results are merged (:func:`~pickscale.kernel.merge_results`).
+    """
+    bin_key = np.concatenate([s.bin_key for s in stacks])
+    order = np.argsort(bin_key, kind="stable")
+    names = [n for n in BINNED_ROWS if any(n in s.binned for s in stacks)]
+    return bin_key[order], {n: np.concatenate([s.binned[n] for s in stacks if n in s.binned])[order]
+                            for n in names}
 
 
 @dataclass

@@ -58,15 +58,34 @@ class StationResult:
     conf_sq_sums: np.ndarray  # (M, 2, 10) int64: sums of the ten limb products v_i * v_j (i <= j)
     hit_conf_limbs: np.ndarray  # (M, 2, 4) int64: sums of v's limbs over the matched picks
     # Time bins (SPEC §10), at the shared threshold only; G = len(options.bin_edges) - 1, 0 without bins.
-    n_reference_over_time: np.ndarray  # (2, G) int64: arrivals per bin of their time
-    emitted_over_time: np.ndarray  # (M, 2, G) int64: picks >= threshold per bin of their time
-    matched_over_time: np.ndarray  # (M, 2, G) int64: of those, matched (tol), per bin of their arrival's time
+    # Sparse in the bin axis (issue 22): B rows, one per bin where the station has a nonzero count, so a
+    # station costs the bins it occupies, not G (3 years of hours: 26,280); dense views below.
+    n_time_bins: np.ndarray  # () int64: G
+    binned_bin: np.ndarray  # (B,) int64: the occupied bins, ascending
+    binned_n_reference: np.ndarray  # (B, 2) int64: arrivals per bin of their time
+    binned_emitted: np.ndarray  # (B, M, 2) int64: picks >= threshold per bin of their time
+    binned_matched: np.ndarray  # (B, M, 2) int64: of those, matched (tol), per bin of their arrival's time
     # Groups of arrivals (SPEC §14), at the shared threshold only; R = options.n_groups, 0 without groups.
     n_reference_by_group: np.ndarray  # (2, R) int64: arrivals per group
     matched_by_group: np.ndarray  # (M, 2, R) int64: picks >= threshold matched (tol), per group of their arrival
     pair_group: np.ndarray  # (K,) int32: the group of each residual pair's arrival (0 without groups)
     # Tolerance sensitivity (SPEC §13), at the shared threshold only; L = len(options.tols), 0 without tols.
     matched_at_tol: np.ndarray  # (M, 2, L) int64: picks >= threshold in a detection pair of the matching at tols[l]
+
+    @property
+    def n_reference_over_time(self) -> np.ndarray:
+        """(2, G) int64: arrivals per bin of their time, dense (a new array)."""
+        return _dense(self.binned_bin, self.binned_n_reference, int(self.n_time_bins))
+
+    @property
+    def emitted_over_time(self) -> np.ndarray:
+        """(M, 2, G) int64: picks >= the shared threshold per bin of their time, dense."""
+        return _dense(self.binned_bin, self.binned_emitted, int(self.n_time_bins))
+
+    @property
+    def matched_over_time(self) -> np.ndarray:
+        """(M, 2, G) int64: of those, matched, per bin of their arrival's time, dense."""
+        return _dense(self.binned_bin, self.binned_matched, int(self.n_time_bins))
 
     def equals(self, other: StationResult) -> bool:
         """Bit-for-bit equality of every field."""
@@ -76,6 +95,13 @@ class StationResult:
             and getattr(self, f.name).tobytes() == getattr(other, f.name).tobytes()
             for f in fields(self)
         )
+
+
+def _dense(bins: np.ndarray, rows: np.ndarray, n_bins: int) -> np.ndarray:
+    """Rows (B, ...) of the bins ``bins`` as a dense array (..., n_bins), zero in the other bins."""
+    out = np.zeros(rows.shape[1:] + (n_bins,), dtype=np.int64)
+    out[..., bins] = np.moveaxis(rows, 0, -1)
+    return out
 
 
 def level(conf: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -301,28 +327,40 @@ def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: 
     """SPEC §10: counts per time bin at the shared threshold, from the same detection matching.
 
     An arrival counts in the bin of its time, an emitted pick in the bin of
-    its time, a matched pick in the bin of its arrival's time.
+    its time, a matched pick in the bin of its arrival's time.  Only the bins
+    the station occupies get a row (``binned_*``): the bin indices are ranked
+    among the station's own distinct bins and counted on those ranks, so
+    nothing here is as long as the run's bins (issue 22: 3 years of hourly
+    bins × 1,000 stations put a worker at 5.75 GB when each station had them all).
     """
     edges = options.bin_edges
     n_bins = 0 if edges is None else max(int(edges.size) - 1, 0)
-    n_groups = n_models * N_PHASES
     if edges is None or n_bins == 0:
-        return {"n_reference_over_time": np.zeros((N_PHASES, 0), np.int64),
-                "emitted_over_time": np.zeros((n_models, N_PHASES, 0), np.int64),
-                "matched_over_time": np.zeros((n_models, N_PHASES, 0), np.int64)}
+        return {"n_time_bins": np.array(n_bins, np.int64), "binned_bin": np.zeros(0, np.int64),
+                "binned_n_reference": np.zeros((0, N_PHASES), np.int64),
+                "binned_emitted": np.zeros((0, n_models, N_PHASES), np.int64),
+                "binned_matched": np.zeros((0, n_models, N_PHASES), np.int64)}
     surviving = lvl > options.threshold_index  # conf >= the shared threshold
     hit = surviving & (det >= 0)
     a_bin = bin_index(a_time, edges)
     p_bin = bin_index(p_time[surviving], edges)
     m_bin = bin_index(r_time[det[hit]], edges)
-    size = n_groups * n_bins
+    occupied, rank = np.unique(np.concatenate([a_bin, p_bin, m_bin]), return_inverse=True)
+    rank = rank.reshape(-1)
+    a_rank, p_rank, m_rank = np.split(rank, [a_bin.size, a_bin.size + p_bin.size])
+    n_groups = n_models * N_PHASES
+    b = occupied.size
+    # Every occupied bin has a nonzero count (it holds an arrival, an emitted or a matched pick): rows are
+    # exactly the nonzero bins, so they do not depend on how the station was cut into time blocks.
     return {
-        "n_reference_over_time": np.bincount(a_phase * n_bins + a_bin, minlength=N_PHASES * n_bins)
-        .astype(np.int64).reshape(N_PHASES, n_bins),
-        "emitted_over_time": np.bincount(p_group[surviving] * n_bins + p_bin, minlength=size)
-        .astype(np.int64).reshape(n_models, N_PHASES, n_bins),
-        "matched_over_time": np.bincount(p_group[hit] * n_bins + m_bin, minlength=size)
-        .astype(np.int64).reshape(n_models, N_PHASES, n_bins),
+        "n_time_bins": np.array(n_bins, np.int64),
+        "binned_bin": occupied.astype(np.int64),
+        "binned_n_reference": np.bincount(a_rank * N_PHASES + a_phase, minlength=b * N_PHASES)
+        .astype(np.int64).reshape(b, N_PHASES),
+        "binned_emitted": np.bincount(p_rank * n_groups + p_group[surviving], minlength=b * n_groups)
+        .astype(np.int64).reshape(b, n_models, N_PHASES),
+        "binned_matched": np.bincount(m_rank * n_groups + p_group[hit], minlength=b * n_groups)
+        .astype(np.int64).reshape(b, n_models, N_PHASES),
     }
 
 

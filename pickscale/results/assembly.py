@@ -14,7 +14,7 @@ away and totals are ``.sum("station")`` in canonical (sorted) order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..kernel import FIELDS, PAIR_KEY, Kind, StationResult, StationStack, add_fine
+from ..kernel.combine import DENSE_BINNED
 from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
@@ -63,20 +64,31 @@ class StationLast(MutableMapping[str, np.ndarray]):
     pieces left on a cluster are fetched a batch at a time, :mod:`pickscale.engine.collect`).
     """
 
-    def __init__(self, fields: MutableMapping[str, np.ndarray]) -> None:
+    def __init__(self, fields: MutableMapping[str, np.ndarray],
+                 dense: Mapping[str, Callable[[], np.ndarray]] | None = None) -> None:
         self._fields = fields
+        # Time-binned counts (SPEC §10) come sparse (rows of the bins each station occupies) and are made
+        # dense only here, one at a time as they are laid out: the Dataset's own size, never more.
+        self._dense = dict(dense or {})
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if name in self._dense:
+            return self._dense[name]()
         return np.moveaxis(self._fields[name], 0, -1)
 
     def __setitem__(self, name: str, values: np.ndarray) -> None:
         self._fields[name] = np.moveaxis(values, -1, 0)
 
     def __delitem__(self, name: str) -> None:
-        del self._fields[name]
+        if name in self._dense:
+            del self._dense[name]
+        else:
+            del self._fields[name]
 
     def pop(self, name: str, default: Any = _MISSING) -> Any:
         """The field taken out of the stack (by the stack's own ``pop``, which may release it as it goes)."""
+        if name in self._dense:
+            return self._dense.pop(name)()
         if name not in self._fields:
             if default is _MISSING:
                 raise KeyError(name)
@@ -84,10 +96,31 @@ class StationLast(MutableMapping[str, np.ndarray]):
         return np.moveaxis(self._fields.pop(name), 0, -1)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._fields))
+        return iter([*self._fields, *self._dense])
 
     def __len__(self) -> int:
-        return len(self._fields)
+        return len(self._fields) + len(self._dense)
+
+
+def _densifiers(stack: StationStack, options: Options) -> dict[str, Callable[[], np.ndarray]]:
+    """For each binned count the stack holds, a function giving it dense, station last: (..., G, S)."""
+    n_bins = _bin_starts(options).size
+    if options.time_bin is None or not stack.binned:
+        return {}
+    row = np.searchsorted(stack.keys, stack.bin_key)
+    bins = stack.binned["binned_bin"]
+    if bins.size and int(bins.max()) >= n_bins:
+        raise RuntimeError("internal error: a station's time bin is not one of the run's bins")
+
+    def dense(rows_name: str) -> Callable[[], np.ndarray]:
+        def build() -> np.ndarray:
+            rows = stack.binned.pop(rows_name)  # taken out: the sparse rows are released as laid out
+            out = np.zeros(rows.shape[1:] + (n_bins, stack.keys.size), dtype=np.int64)
+            out[..., bins, row] = np.moveaxis(rows, 0, -1)
+            return out
+        return build
+
+    return {name: dense(rows) for name, rows in DENSE_BINNED.items() if rows in stack.binned}
 
 
 def combine(
@@ -164,7 +197,8 @@ def counts_from_stack(
         pairs["station"] = pair_station[p_order].astype(np.int32)
     shape = (len(models), 2, options.fine.size)
     fe, fm = fine if fine is not None else (np.zeros(shape, np.int64), np.zeros(shape, np.int64))
-    return DatasetCounts([str(n) for n in ordered], list(models), n_reference, StationLast(stack.fields),
+    return DatasetCounts([str(n) for n in ordered], list(models), n_reference,
+                         StationLast(stack.fields, _densifiers(stack, options)),
                          np.asarray(fe, dtype=np.int64), np.asarray(fm, dtype=np.int64), pairs, columns=columns)
 
 
@@ -254,7 +288,7 @@ def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str]
     m_index = {m: i for i, m in enumerate(models)}
     s_index = {s: i for i, s in enumerate(stations)}
     data = {name: np.zeros(tuple(sizes[d] for d in VARIABLES[name].dims),
-                           dtype=np.float64 if FIELDS[name] is Kind.DERIVED else np.int64)
+                           dtype=np.float64 if FIELDS.get(name) is Kind.DERIVED else np.int64)
             for name in ("n_reference", "fine_emitted", "fine_matched", *fields)}
     for name in ("model_present", "station_scored"):
         data[name] = np.zeros(tuple(sizes[d] for d in VARIABLES[name].dims), dtype=bool)

@@ -42,6 +42,7 @@ import xarray as xr
 from ..errors import InputError, StoreError
 from ..kernel import PER_STATION, StationStack, add_fine, score_station
 from ..kernel.bins import bin_edges
+from ..kernel.combine import DENSE_BINNED
 from ..options import Options
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .variables import STATION_FIELDS
@@ -134,7 +135,9 @@ def _stack(c: DatasetCounts, *, models: list[str], stations: list[str], starts: 
         if not np.array_equal(edges[offset:offset + starts.size], starts):
             raise RuntimeError("internal error: a side's time bins are not a run of the merged bins")
     fields: dict[str, np.ndarray] = {}
-    for name in PER_STATION:
+    for name in (*PER_STATION, *DENSE_BINNED):
+        # The binned counts laid out dense on the union's bins first (to check the arrivals), then made
+        # sparse rows (_to_rows) as the kernel's stacks hold them.
         out = np.zeros((n,) + template[name].shape, dtype=template[name].dtype)
         values = c.n_reference if name == "n_reference" else c.counts.get(name)
         if values is not None:  # else not in the Dataset (no time bins): zeros of the template's shape
@@ -160,6 +163,24 @@ def _stack(c: DatasetCounts, *, models: list[str], stations: list[str], starts: 
     )
 
 
+
+def _to_rows(stack: StationStack, n_bins: int) -> StationStack:
+    """``stack`` with its dense binned counts (taken out of its fields) as sparse rows: one per nonzero bin."""
+    dense = {rows: stack.fields.pop(name) for name, rows in DENSE_BINNED.items()}
+    n = stack.keys.size
+    # (S, ..., G) -> (S, G, ...): a row per (station, bin), kept where any count is nonzero.
+    per_bin = {rows: np.moveaxis(v, -1, 1).reshape((n * n_bins,) + v.shape[1:-1]) for rows, v in dense.items()}
+    nonzero = np.zeros(n * n_bins, dtype=bool)
+    for v in per_bin.values():
+        nonzero |= v.reshape(n * n_bins, int(np.prod(v.shape[1:]))).any(axis=1)
+    at = np.flatnonzero(nonzero)
+    stack.bin_key = stack.keys[at // max(n_bins, 1)]
+    stack.binned = {"binned_bin": (at % max(n_bins, 1)).astype(np.int64),
+                    **{rows: v[at] for rows, v in per_bin.items()}}
+    stack.n_time_bins = n_bins
+    return stack
+
+
 def _fine(c: DatasetCounts, models: list[str], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     fe, fm = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
     mi = [models.index(m) for m in c.models]
@@ -179,7 +200,7 @@ def merge_counts(a: DatasetCounts, b: DatasetCounts, *, options: Options, starts
     stations = sorted(set(a.stations) | set(b.stations))
     none = np.zeros(0, dtype=np.int64)
     zero = score_station(none, none, none, none, none, none.astype(np.float64), n_models=len(models), options=options)
-    template = {name: getattr(zero, name) for name in PER_STATION}
+    template = {name: getattr(zero, name) for name in (*PER_STATION, *DENSE_BINNED)}
     sa = _stack(a, models=models, stations=stations, starts=starts_a, edges=options.bin_edges, template=template)
     sb = _stack(b, models=models, stations=stations, starts=starts_b, edges=options.bin_edges, template=template)
     if same_arrivals:
@@ -197,7 +218,8 @@ def merge_counts(a: DatasetCounts, b: DatasetCounts, *, options: Options, starts
                     "over the same span (their picks covering the same stretch of time); score all the inputs "
                     "together with `pickscale score` instead.")
             sb.fields[name][ib] = 0  # the same arrivals: counted once
-    stack = StationStack.concat([sa, sb])
+    n_bins = int(zero.n_time_bins)
+    stack = StationStack.concat([_to_rows(sa, n_bins), _to_rows(sb, n_bins)])
     shape = (len(models), 2, options.fine.size)
     fine = add_fine(_fine(a, models, shape), _fine(b, models, shape))
     return counts_from_stack(stack, names=np.array(stations, dtype=object)[stack.keys], models=models,

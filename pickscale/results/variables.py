@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..kernel import PER_STATION
+from ..kernel.combine import LAID_OUT
 from ..options import Options
 
 if TYPE_CHECKING:
@@ -268,7 +268,7 @@ GROUP_ATTRS = {"long_name": "group of arrivals",
 #: although it has no model axis.  The exact sums (``cal_conf_limbs``, ``conf_sq_sums``, ``hit_conf_limbs``;
 #: dims ``limb`` and ``product``) are stored too, so that a store extends exactly (:func:`pickscale.extend`).
 STATION_FIELDS: dict[str, tuple[str, ...]] = {
-    name: VARIABLES[name].dims[1:-1] for name in PER_STATION if name in VARIABLES and name != "n_reference"
+    name: VARIABLES[name].dims[1:-1] for name in LAID_OUT if name in VARIABLES and name != "n_reference"
 }
 
 
