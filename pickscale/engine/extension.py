@@ -200,6 +200,17 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     attrs["extensions"] = [*stored.attrs.get("extensions", []), entry]
     attrs["warnings"] = [*stored.attrs.get("warnings", []), *entry["warnings"]]
     merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs)
+    # A best threshold on the edge (SPEC §7) is a reading of the merged counts: the new part's own edges, scored
+    # alone, are not the store's; the extension says the merged ones (what its summary prints).
+    from ..options import Options
+    from ..results.derived import edge_warnings
+
+    options = Options.from_attrs(merged.attrs["options"])
+    alone = set(edge_warnings(new, options))
+    entry["warnings"] = [*(w for w in entry["warnings"] if w not in alone), *edge_warnings(merged, options)]
+    merged.attrs["warnings"] = [*(w for w in merged.attrs.get("warnings", []) if w not in alone
+                                  or w in entry["warnings"])]
+    merged.attrs["extensions"] = [*merged.attrs["extensions"][:-1], entry]
     if level is None:
         return merged
     from ..results.bootstrap import bootstrap

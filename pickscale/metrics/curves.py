@@ -10,7 +10,8 @@ import numpy as np
 
 from .detection import ratio
 
-__all__ = ["default_budget", "recall_at_budget", "best_threshold", "average_precision"]
+__all__ = ["default_budget", "recall_at_budget", "best_threshold", "best_on_edge", "lowest_conf_bound",
+           "average_precision"]
 
 
 def default_budget(n_reference, emitted_at_floor) -> int:
@@ -80,6 +81,54 @@ def best_threshold(thresholds, f1, recall, precision) -> tuple[float, float, flo
         float(np.asarray(recall, dtype=np.float64)[best]),
         float(np.asarray(precision, dtype=np.float64)[best]),
     )
+
+
+def best_on_edge(thresholds, best) -> np.ndarray:
+    """SPEC §7: the own best threshold is the lowest or the highest threshold searched.
+
+    ``best`` is :func:`best_threshold`'s first value, any shape; False where it
+    is NaN (no best threshold: nothing is on an edge).  The third case of
+    SPEC §7 -- the best below the lowest confidence the model emitted -- needs
+    no test of its own: below that confidence every threshold keeps every
+    pick, so the counts and f1 are equal there and the tie rule (the lowest
+    θ) has already chosen ``thresholds[0]``.
+
+    Examples
+    --------
+    >>> best_on_edge([0.1, 0.2, 0.3], [0.1, 0.2, 0.3, np.nan]).tolist()
+    [True, False, True, False]
+    """
+    grid = np.asarray(thresholds, dtype=np.float64)
+    b = np.asarray(best, dtype=np.float64)
+    return (b == grid[0]) | (b == grid[-1])  # NaN compares False: no best, no edge
+
+
+def lowest_conf_bound(thresholds, emitted, fine_thresholds, fine_emitted) -> float:
+    """What the counts say of the lowest confidence a model emitted: every pick has ``conf >=`` this.
+
+    The highest threshold of the grid or the fine curve at which ``emitted``
+    still equals ``emitted`` at the floor (``thresholds[0]``): no pick lies
+    below it, and at the next threshold of either one at least one pick is
+    lost, so the lowest confidence lies within one step (0.001 on the fine
+    curve) above it.  NaN when the model emitted nothing.  Exact without a
+    count of its own: the run keeps no minimum confidence, and needs none
+    (SPEC §7).
+
+    Examples
+    --------
+    >>> float(lowest_conf_bound([0.02, 0.04, 0.06], [5, 5, 3], [0.05, 0.051, 0.052], [5, 4, 4]))
+    0.05
+    >>> lowest_conf_bound([0.02, 0.04], [0, 0], [0.02], [0])
+    nan
+    """
+    grid, e = np.asarray(thresholds, dtype=np.float64), np.asarray(emitted, dtype=np.int64)
+    fine, fe = np.asarray(fine_thresholds, dtype=np.float64), np.asarray(fine_emitted, dtype=np.int64)
+    total = int(e[0])
+    if total == 0:
+        return float("nan")
+    # Both curves are non-increasing in θ: the thresholds keeping every pick are a prefix of each.
+    keep = np.concatenate([grid[e == total], fine[fe == total]])
+    return float(keep.max())
 
 
 def average_precision(fine_emitted, fine_matched, n_reference) -> np.ndarray:

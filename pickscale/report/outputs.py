@@ -28,6 +28,7 @@ import os
 import re
 import secrets
 import shutil
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -326,7 +327,9 @@ def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -
     shown = {c if c in frames["detection"].columns else c.removesuffix("_lb") for c in PRINTED_COLUMNS["detection"]}
     rest = [str(c) for c in frames["detection"].columns if c not in shown]
     if rest:
-        print(f"\nThe CSV files hold every column (detection.csv also {', '.join(rest)}).")
+        # Wrapped: the terminal keeps 120 columns, and the list grows with the table (best_on_edge, SPEC §7).
+        print("\n" + textwrap.fill(f"The CSV files hold every column (detection.csv also {', '.join(rest)}).",
+                                   width=120))
     if not options_exhaustive:
         print("\n_lb = lower bound: an unmatched pick may be a real arrival the analyst never marked\n"
               "(use --exhaustive if the reference marks every arrival).")

@@ -293,6 +293,7 @@ def _detection(ds: xr.Dataset, shared: xr.Dataset, tot_shared: xr.Dataset, prese
         "recall_at_budget": ds["recall_at_budget"],
         "budget": ds["budget"].broadcast_like(present_dmp),
         "best_threshold": ds["best_threshold"],
+        "best_on_edge": _best_on_edge(ds),
         lb("f1_lb_at_best"): ds[lb("f1_lb_at_best")],
         "recall_at_best": ds["recall_at_best"],
         lb("ap_lb"): ds[lb("ap_lb")],
@@ -300,6 +301,16 @@ def _detection(ds: xr.Dataset, shared: xr.Dataset, tot_shared: xr.Dataset, prese
     det = xr.Dataset(_with_interval(dict(det.data_vars), ds, ["recall", lb("precision_lb"), lb("f1_lb"),
                                                               "recall_at_budget"]))
     return _frame(det, _names(det), _KEY, present_dmp)
+
+
+def _best_on_edge(ds: xr.Dataset) -> xr.DataArray:
+    """SPEC §7's flag; a store written before it has none, and gets it from its best_threshold and grid."""
+    if "best_on_edge" in ds:
+        return ds["best_on_edge"]
+    from ..metrics.curves import best_on_edge
+
+    best = ds["best_threshold"]
+    return best.copy(data=best_on_edge(ds["threshold"].values, best.values))
 
 
 def _timing(ds: xr.Dataset, shared: xr.Dataset, present: xr.DataArray) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from ..metrics import calibration, curves, detection, timing
 from ..options import Options
 from .variables import describe, metric_name
 
-__all__ = ["derive"]
+__all__ = ["derive", "edge_warnings"]
 
 
 def _ufunc(func, *args):
@@ -26,7 +26,10 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
     """Add every SPEC metric, derived from the counts in ``ds``.
 
     Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
-    curve readings (§7).  Metrics of a model absent from a dataset are NaN, and
+    curve readings (§7), with ``best_on_edge`` (a boolean: the best threshold at
+    an end of the grid).  Results of a run (``ds.attrs`` holding the run's
+    ``warnings``) get a warning per model whose best is on an edge
+    (:func:`edge_warnings`), added to that list and issued.  Metrics of a model absent from a dataset are NaN, and
     so is every metric that reads the reference in a (dataset, phase) without
     reference arrivals (SPEC §4): ``n_ref`` is passed to each kernel whose
     denominator does not already say so (precision, calibration); recall, f1,
@@ -80,11 +83,103 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
 
     derived = xr.Dataset(out)
     for name in derived.data_vars:
-        # Integer counts stay integers (0 for an absent model; model_present says so).
+        # Integer counts stay integers (0 for an absent model; model_present says so); flags stay booleans
+        # (best_on_edge is False for an absent model: its best_threshold is NaN).
         if "model" in derived[name].dims and derived[name].dtype.kind == "f":
             derived[name] = derived[name].where(present)
-    result = ds.assign(derived.data_vars)
-    return describe(result, options)
+    result = describe(ds.assign(derived.data_vars), options)
+    if "warnings" in ds.attrs:
+        # A run's results (assembly sets the run's warnings before deriving): the edges join its warnings, the
+        # list the CLI prints and the store keeps.  Messages already there (the store's own, derived again on
+        # opening or extending) are not said twice.
+        said = list(ds.attrs["warnings"])
+        new = [w for w in edge_warnings(result, options) if w not in said]
+        if new:
+            from ..errors import emit_warnings
+
+            result.attrs["warnings"] = [*said, *new]
+            emit_warnings(new)
+    return result
+
+
+def edge_warnings(ds: xr.Dataset, options: Options) -> list[str]:
+    """SPEC §7: one message per model whose own best threshold is on the edge of the search somewhere.
+
+    Each (dataset, phase) where ``best_on_edge`` is set is named with the
+    threshold and why it is on the edge -- the highest searched (with the
+    fine curve's f1 above it, which the grid did not search), below the lowest
+    confidence the model emitted, the lowest searched while the model emits
+    picks down to it, or no pick matched at all -- and what to do about it.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results with the SPEC §7 readings (what :func:`derive` returns).
+    options : Options
+        The run's options (the grid and the fine curve).
+
+    Returns
+    -------
+    list of str
+        The messages, models in coordinate order.
+    """
+    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
+    grid, fine = options.grid, options.fine
+    flag = ds["best_on_edge"].transpose("dataset", "model", "phase").values
+    if not flag.any():
+        return []
+    best = ds["best_threshold"].transpose("dataset", "model", "phase").values
+    at_best = ds[lb("f1_lb_at_best")].transpose("dataset", "model", "phase").values
+    emitted = ds["emitted"].sum("station").transpose("dataset", "model", "phase", "threshold").values
+    n_ref = ds["n_reference"].sum("station").transpose("dataset", "phase").values
+    fe, fm = ds.fine_emitted.values, ds.fine_matched.values
+    datasets, models, phases = (list(map(str, ds[c].values)) for c in ("dataset", "model", "phase"))
+    f1 = lb("f1_lb")
+    messages = []
+    for m, model in enumerate(models):
+        kinds: dict[str, list[str]] = {"top": [], "flat": [], "below": [], "bottom": [], "none": []}
+        for d, p in zip(*np.nonzero(flag[:, m, :])):
+            where, b = f"{datasets[d]} {phases[p]}", float(best[d, m, p])
+            lowest = curves.lowest_conf_bound(grid, emitted[d, m, p], fine, fe[d, m, p])
+            if at_best[d, m, p] == 0:  # f1 0 everywhere: every threshold ties, the lowest is taken
+                kinds["none"].append(where)
+            elif b == grid[-1] and b != grid[0]:
+                # The fine curve reaches where the grid did not: its best f1 at or above the top of the grid.
+                above = fine >= b
+                fine_f1 = detection.f1(fm[d, m, p][above], n_ref[d, p], fe[d, m, p][above])
+                k = int(np.argmax(fine_f1))
+                if fine[above][k] > b and fine_f1[k] > at_best[d, m, p]:
+                    kinds["top"].append(f"{where} (on the fine curve {f1} is {fine_f1[k]:.3f} at "
+                                        f"{fine[above][k]:g}, against {at_best[d, m, p]:.3f} at {b:g})")
+                else:
+                    kinds["flat"].append(where)
+            elif lowest > b:
+                kinds["below"].append(f"{where} (every pick has conf >= {lowest:g})")
+            else:
+                kinds["bottom"].append(where)
+        said = []
+        if kinds["top"]:
+            hint = ("search higher thresholds (--thresholds up to 0.99)" if grid[-1] < 0.99 else
+                    "its most confident picks alone score best")
+            said.append(f"{grid[-1]:g}, the highest threshold searched, in {', '.join(kinds['top'])}: {hint}")
+        if kinds["flat"]:
+            said.append(f"{grid[-1]:g}, the highest threshold searched, in {', '.join(kinds['flat'])}, where the "
+                        f"fine curve's {f1} does not rise above it: no higher threshold scores better")
+        if kinds["below"]:
+            said.append(f"{grid[0]:g}, below the lowest confidence the model emitted, in "
+                        f"{', '.join(kinds['below'])}: keeping every pick scores best, and every threshold up to "
+                        "that confidence is the same one (the model never emits below it)")
+        if kinds["bottom"]:
+            said.append(f"{grid[0]:g}, the lowest threshold searched, in {', '.join(kinds['bottom'])}, where the "
+                        "model emits picks down to it: a lower threshold may score higher (picks emitted at a "
+                        "lower floor, scored with --thresholds starting lower)")
+        if kinds["none"]:
+            said.append(f"{grid[0]:g} in {', '.join(kinds['none'])}, where no pick matched at any threshold "
+                        f"({f1} 0 everywhere): there is no best threshold to choose")
+        if said:
+            messages.append(f"{model}: best_threshold on the edge of the thresholds searched (best_on_edge in "
+                            f"detection.csv, SPEC §7): {'; '.join(said)}.")
+    return messages
 
 
 def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, options: Options,
@@ -184,6 +279,9 @@ def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
                 for name, v in zip(names[1:], best):
                     values[name][d, m, p] = v
     result = {name: xr.DataArray(v, dims=("dataset", "model", "phase")) for name, v in values.items()}
+    # SPEC §7: the best threshold at an end of the grid says only that the grid stopped there.
+    result["best_on_edge"] = xr.DataArray(curves.best_on_edge(options.grid, values["best_threshold"]),
+                                          dims=("dataset", "model", "phase"))
     result["budget"] = xr.DataArray(budget, dims=("dataset", "phase"))
     if len(options.budgets) > 1:
         # Several budgets (SPEC §7): recall_at_budget at each, dim ``budgets`` (ascending).

@@ -173,6 +173,10 @@ VARIABLES: dict[str, Variable] = {
     "recall_at_budget": Variable(_DMP, "recall at the matched budget", "1",
              "Recall interpolated on the fine curve at `budget` picks; NaN outside the model's emitted range."),
     "best_threshold": Variable(_DMP, "own best threshold", "1", "Grid threshold with the highest f1 (lowest on ties)."),
+    "best_on_edge": Variable(_DMP, "own best threshold on the edge of the grid", "1",
+             "True where best_threshold is the lowest or the highest grid threshold (which includes a best below "
+             "the lowest confidence the model emitted): the grid, not the model, set it (SPEC §7). False where "
+             "best_threshold is NaN."),
     "f1_lb_at_best": Variable(_DMP, "F1 at own best threshold (lower bound)", "1", "f1 at best_threshold."),
     "recall_at_best": Variable(_DMP, "recall at own best threshold", "1", "recall at best_threshold."),
     "precision_lb_at_best": Variable(_DMP, "precision at own best threshold (lower bound)", "1",

@@ -497,6 +497,14 @@ def best_threshold(thresholds, f1, recall_, precision_):
     return (float(thresholds[best]), float(f1[best]), float(recall_[best]), float(precision_[best]))
 
 
+def best_on_edge(thresholds, best, lowest_conf):
+    """SPEC §7 as written: the best is the lowest or highest threshold searched, or below the lowest
+    confidence the model emitted (``inf`` when it emitted nothing); False without a best (NaN)."""
+    if math.isnan(best):
+        return False
+    return bool(best == thresholds[0] or best == thresholds[-1] or best < lowest_conf)
+
+
 def average_precision(fine_emitted: Sequence[int], fine_matched: Sequence[int], n_reference: int) -> float:
     """Σ_k (recall_k − recall_{k+1})·precision_k over thresholds ascending, recall_{K+1} = 0."""
     if n_reference == 0:

@@ -26,7 +26,7 @@ TIMING = brute.TIMING_NAMES
 
 DETECTION_COLUMNS = [
     "dataset", "phase", "model", "n_reference", "emitted", "matched", "recall", "precision_lb", "f1_lb",
-    "extra_rate", "duplicate_rate", "recall_at_budget", "budget", "best_threshold", "f1_lb_at_best",
+    "extra_rate", "duplicate_rate", "recall_at_budget", "budget", "best_threshold", "best_on_edge", "f1_lb_at_best",
     "recall_at_best", "ap_lb",
 ]
 TIMING_COLUMNS = ["dataset", "phase", "model", *TIMING, *brute.QUANTILE_NAMES]
@@ -184,11 +184,17 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
             cal_conf=np.zeros((M, 2, 10), np.float64), brier_sum=np.zeros((M, 2), np.float64),
         )
         residuals = {(m, p, t): [] for m in range(M) for p in range(2) for t in range(T)}
+        lowest: dict[tuple[int, int], float] = {}
         rd = scope.reference[scope.reference["dataset"] == d]
         pd_ = scope.picks[scope.picks["dataset"] == d]
         for st in scope.stations[d]:  # sorted by name: the canonical order of SPEC §9
             r = rd[rd["station"] == st]
             p = pd_[pd_["station"] == st]
+            # SPEC §7's best_on_edge, brute force: the lowest confidence emitted, from the picks themselves.
+            for (mi, pi), c in zip(zip(p["model"].map(mcode), p["phase"].map({"P": 0, "S": 1})),
+                                   p["conf"].to_numpy(np.float64)):
+                if c >= floor:
+                    lowest[(int(mi), int(pi))] = min(lowest.get((int(mi), int(pi)), math.inf), float(c))
             res = brute.score_station(
                 r["phase"].map({"P": 0, "S": 1}).to_numpy(), r["time"].to_numpy(np.int64),
                 p["model"].map(mcode).to_numpy(), p["phase"].map({"P": 0, "S": 1}).to_numpy(),
@@ -228,7 +234,8 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
                 rows["detection"].append([
                     d, ph, model, n, int(tot["emitted"][m, pi, ti]), int(tot["matched"][m, pi, ti]),
                     rs["recall"], rs["precision_lb"], rs["f1_lb"], rs["extra_rate"], rs["duplicate_rate"],
-                    rab, budgets[pi], best[0], best[1], best[2], ap,
+                    rab, budgets[pi], best[0],
+                    brute.best_on_edge(grid, best[0], lowest.get((m, pi), math.inf)), best[1], best[2], ap,
                 ])
                 tstats = [brute.timing_stats(residuals[(m, pi, t)], tol) for t in range(T)]
                 rows["timing"].append([d, ph, model, *[tstats[ti][k] for k in (*TIMING, *brute.QUANTILE_NAMES)]])
@@ -269,6 +276,8 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
             elif c in ("n_reference", "emitted", "matched", "budget", "n", "bin", "P_n", "P_matched_as_S", "S_n",
                        "S_matched_as_P", "extra", "duplicates", "swapped"):
                 frame[c] = frame[c].astype(np.int64)
+            elif c == "best_on_edge":
+                frame[c] = frame[c].astype(bool)
             else:
                 frame[c] = frame[c].astype(np.float64)
         out.tables[name] = frame
@@ -305,6 +314,12 @@ def assert_tables_equal(got: dict, exp: dict, names=TABLE_NAMES, *, rtol: float 
                     bad = [i for i, (x, y) in enumerate(zip(gv, ev)) if x != y][:5]
                     raise AssertionError(f"{where} differs at rows {bad}: got {gv[bad].tolist()}, "
                                          f"expected {ev[bad].tolist()}")
+            elif e[c].dtype.kind == "b":  # flags (best_on_edge, SPEC §7): exactly
+                assert g[c].dtype.kind == "b", (where, g[c].dtype)
+                if not np.array_equal(gv, ev):
+                    bad = np.flatnonzero(gv != ev)[:5]
+                    raise AssertionError(f"{where} differs at rows {bad.tolist()}: got {gv[bad].tolist()}, "
+                                         f"expected {ev[bad].tolist()}; keys {e.loc[bad, keys].values.tolist()}")
             elif e[c].dtype.kind == "i":
                 assert g[c].dtype.kind in "iu", (where, g[c].dtype)
                 if not np.array_equal(gv, ev):

@@ -153,3 +153,29 @@ def test_reference_digest_is_canonical():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert reference_digest(ref.assign(phase="S"), "d")[0] != h
+
+
+def test_an_extension_says_the_edges_of_the_merged_counts_not_of_its_part_alone():
+    """SPEC §7 and §11: best_on_edge is a reading of all the counts. In the later stretch m1's true picks are at
+    conf 0.95 and its false P at 0.92: scored alone, its P best threshold is the top of the grid (0.94, where the
+    false pick drops out); merged with the first stretch (true picks at 0.9) it is 0.42, and the extension says
+    what one run says."""
+    ref, picks = stretches(2)
+    cut = START + DAY
+    m1_later = (picks.time >= cut) & (picks.model == "m1")
+    picks.loc[m1_later & (picks.conf == 0.9), "conf"] = 0.95
+    picks.loc[m1_later & (picks.conf == 0.4), "conf"] = 0.92
+    edges = lambda said: sorted(w for w in said if w.startswith("m1: best_threshold on the edge"))  # noqa: E731
+    alone = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
+    assert alone.best_on_edge.sel(dataset="d", model="m1", phase="P").item()
+    assert alone.best_threshold.sel(dataset="d", model="m1", phase="P").item() == 0.94
+    whole = pickscale.score(ref, picks)
+    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
+    ext = extended(stored, ref[ref.time >= cut], picks[picks.time >= cut])
+    same(whole, ext)
+    assert not ext.best_on_edge.sel(dataset="d", model="m1", phase="P").item()
+    # (S is on the edge either way: m1 emits no false S, so every threshold up to its lowest conf ties.)
+    said = edges(whole.attrs["warnings"])
+    assert said and edges(alone.attrs["warnings"]) != said and "d P" in edges(alone.attrs["warnings"])[0]
+    assert edges(ext.attrs["extensions"][-1]["warnings"]) == said
+    assert edges(ext.attrs["warnings"]) == said

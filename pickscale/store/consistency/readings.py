@@ -15,6 +15,11 @@ from .refusal import _bad_variable, _refuse
 if TYPE_CHECKING:
     from ...options import Options
 
+#: Derived variables added after stores were first written: a store without one opens (it was written before
+#: the variable existed; every reader derives it from what the store keeps, as :mod:`pickscale.report.tables`
+#: derives ``best_on_edge`` from ``best_threshold`` and the grid); a store with one has it checked as any other.
+ADDED_LATER = frozenset({"best_on_edge"})
+
 #: Detection rates of SPEC §4 whose bootstrap interval is a plain percentile interval (moved by exactly 0).
 _RATE_INTERVALS = ("recall", "precision_lb", "f1_lb")
 
@@ -39,16 +44,17 @@ def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options) -> Non
 
     names = [name for name in _count_names(options) if name in ds.variables]
     counts = ds[names].copy(deep=False)
+    counts.attrs = {}  # not a run: derive adds no warnings (the store's are in its attributes already)
     derived = derive(counts, options=options)
     for name in derived.data_vars:
-        if name in counts.data_vars:
+        if name in counts.data_vars or (name in ADDED_LATER and name not in ds.variables):
             continue
         if name not in ds.variables:
             raise _bad_variable(store, ds, name, "is missing: results hold every metric their counts give")
         stored, want = ds.variables[name], derived.variables[name]
         if stored.dims != want.dims:
             raise _bad_variable(store, ds, name, f"has dims {stored.dims}, not {want.dims}")
-        if stored.dtype.kind != want.dtype.kind:
+        if stored.dtype.kind != want.dtype.kind:  # (best_on_edge: booleans, "b")
             raise _bad_variable(store, ds, name, f"is of type {stored.dtype}, where the counts give {want.dtype}")
         differ = _differ(np.asarray(stored.values), np.asarray(want.values))
         _refuse(store, ds, name, differ, "must equal what the stored counts give (SPEC §4–§7, §10, §13, §14)",
