@@ -328,8 +328,11 @@ def test_command_killed_mid_run(sig, when, previous, big, small, run_a, run_b, c
         if when == "computing":  # ... and a worker reads the inputs (and waits there until the signal)
             wait_for(reading.exists, proc, 300, "a worker read the inputs")
         elif when == "saving":  # ... and it writes its temporary store
-            wait_for(lambda: any(n.startswith(".results.zarr.tmp-") for n in os.listdir(out)), proc, 120,
-                     "the run started writing its store")
+            # The temporary store itself, not its lease: the lease is created first, and a SIGKILL between its
+            # creation and its record leaves an empty lease that runs leave alone for EMPTY_GRACE_S (it may be
+            # another host's, being written).
+            wait_for(lambda: any(n.startswith(".results.zarr.tmp-") and not n.endswith(".lease")
+                                 for n in os.listdir(out)), proc, 120, "the run started writing its store")
         sent = time.monotonic()
         os.kill(proc.pid, sig)
         _, err = proc.communicate(timeout=60)
