@@ -2,11 +2,13 @@
 
 Modules, in the order of the data flow: :mod:`~pickscale.engine.inputs` (inputs as lazy read tasks),
 :mod:`~pickscale.engine.parts` (what read tasks make on the workers), :mod:`~pickscale.engine.units` (work units
-and partitions), :mod:`~pickscale.engine.exchange` (picks moved to their partition), :mod:`~pickscale.engine.scoring`
-(a partition scored), :mod:`~pickscale.engine.graph` (computing, retries, reduction trees),
-:mod:`~pickscale.engine.run` (:func:`score`, the stages in order), :mod:`~pickscale.engine.collect` (the
-combined result brought to the client a batch of fields at a time), :mod:`~pickscale.engine.provenance` (the store's
-attributes), :mod:`~pickscale.engine.cluster` and :mod:`~pickscale.engine.workers` (where it runs).
+and partitions; :mod:`~pickscale.engine.unit_size`, whether a worker can take them),
+:mod:`~pickscale.engine.exchange` (picks moved to their partition), :mod:`~pickscale.engine.scoring` (a partition
+scored), :mod:`~pickscale.engine.graph` (computing, retries, reduction trees), :mod:`~pickscale.engine.run`
+(:func:`score`, the stages in order), :mod:`~pickscale.engine.collect` (the combined result brought to the client a
+batch of fields at a time), :mod:`~pickscale.engine.provenance` (the store's attributes),
+:mod:`~pickscale.engine.extent` and :mod:`~pickscale.engine.extension` (extending a store),
+:mod:`~pickscale.engine.cluster` and :mod:`~pickscale.engine.workers` (where it runs).
 
 The names below are loaded on first use (PEP 562): a worker that unpickles a task of
 :mod:`pickscale.engine.parts` or :mod:`pickscale.engine.scoring` then never imports xarray, zarr, matplotlib or

@@ -40,7 +40,8 @@ from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, t
 from .inputs import load
 from .parts import Failure, PickPart, merge_outlines, outline, report_of
 from .provenance import attributes, rows_read
-from .units import check_units, plan_units
+from .unit_size import check_units
+from .units import plan_units
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -17,7 +17,7 @@ import pytest
 
 import pickscale
 import pickscale.engine.scoring
-from pickscale.engine.units import MEMORY_ENV, worker_budget
+from pickscale.engine.unit_size import MEMORY_ENV, worker_budget
 from pickscale.errors import InputError, OptionsError
 
 S = 1_000_000_000
