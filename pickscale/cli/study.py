@@ -138,7 +138,7 @@ def _names_a_file(source: Any) -> bool:
     """
     import glob
 
-    from ..io.sources import SOURCE_SUFFIXES, has_magic
+    from ..io.sources import has_magic, listed_suffixes
 
     if not isinstance(source, str) or "://" in source:
         return False
@@ -148,7 +148,7 @@ def _names_a_file(source: Any) -> bool:
         return True
     for _, folders, files in os.walk(source):  # a folder: its first CSV or Parquet file (hidden ones skipped)
         folders[:] = sorted(f for f in folders if not f.startswith("."))
-        if any(f.lower().endswith(SOURCE_SUFFIXES) and not f.startswith(".") for f in files):
+        if any(f.lower().endswith(listed_suffixes()) and not f.startswith(".") for f in files):
             return True
     return False
 

@@ -1,13 +1,15 @@
 """Inputs as lazy read tasks: files batched or split by row groups, frames by rows, objects converted first.
 
 :func:`load` describes one input (picks or reference) as a list of delayed
-read tasks of :mod:`pickscale.engine.parts`; nothing is read here.
+read tasks of :mod:`pickscale.engine.parts`; nothing is read here.  What the
+input is comes from the table of readers
+(:func:`pickscale.io.formats.reader_for`); a path no reader claims is listed
+and its files read in tasks (each by its file reader, :func:`pickscale.io.read_raw`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,7 @@ from dask import delayed
 
 from ..errors import InputError
 from ..io import Normalised, normalise
+from ..io.formats.reader import SourceReader
 from ..io.sources import SourceFile, list_sources
 from .parts import Failure, read_files, read_frame, read_part, read_reference
 
@@ -58,12 +61,6 @@ def _reference_frame(frame: pd.DataFrame, source: str, offset: int, **reading: A
         return normalise(frame, role="reference", source=source, row_offset=offset, categorical=True, **reading)
     except InputError as exc:
         return Failure(str(exc))
-
-
-def _is_dask_frame(source: Any) -> bool:
-    # dask.dataframe is imported only if the caller has imported it: it costs ~0.5 s.
-    dd = sys.modules.get("dask.dataframe")
-    return dd is not None and isinstance(source, dd.DataFrame)
 
 
 def _size(path: str) -> int | None:
@@ -127,6 +124,23 @@ def _read_tasks(files: list[SourceFile], role: str, floor: float, reading: dict[
     return tasks
 
 
+def _opened(reader: SourceReader, source: Any, role: str, manual_only: bool, floor: float,
+            reading: dict[str, Any]) -> Source:
+    """An input a source reader claims, opened on the client: a frame read in chunks of rows, or a partitioned
+    (Dask) frame read a partition a task."""
+    table = reader.open(source, role=role, manual_only=manual_only)
+    name, rows, files = reader.describe(source, table, role=role)
+    if not reader.partitioned:
+        tasks = _frame_tasks(table, role, rows, floor, reading)
+        return Source(role, name, tasks, files, int(table.memory_usage(deep=False).sum()))
+    tasks = []
+    for i, p in enumerate(table.to_delayed()):
+        where = f"partition {i} of {rows}"
+        tasks.append(delayed(_reference_frame)(p, where, 0, **reading) if role == "reference"
+                     else delayed(read_frame)(p, source=where, floor=floor, **reading))
+    return Source(role, name, tasks, files, 0)
+
+
 def _frame_tasks(frame: pd.DataFrame, role: str, source: str, floor: float, reading: dict[str, Any]) -> list[Any]:
     tasks = []
     for lo in range(0, max(len(frame), 1), READ_ROWS):
@@ -145,9 +159,10 @@ def _listing(source: Any, storage_options: dict[str, Any] | None) -> tuple[list[
 
     Listed first, so that a folder on object storage is listed once (not again to look for bulletins): a
     listing of CSV and Parquet files alone is no bulletin.  Anything else (another name, an object, a
-    folder of QuakeML) is left to :func:`pickscale.io.formats.as_frame`; a storage failure is raised here.
+    folder of QuakeML) is left to the readers (:func:`pickscale.io.formats.reader_for`); a storage failure is
+    raised here.
     """
-    from ..io.sources import SOURCE_SUFFIXES
+    from ..io.sources import listed_suffixes
     from ..io.storage import ObjectStorageError
 
     items = source if isinstance(source, (list, tuple)) else [source]
@@ -159,7 +174,8 @@ def _listing(source: Any, storage_options: dict[str, Any] | None) -> tuple[list[
         raise
     except InputError as exc:
         return None, False, exc
-    return listed, all(f.path.lower().endswith(SOURCE_SUFFIXES) for f in listed), None
+    tables = listed_suffixes()
+    return listed, all(f.path.lower().endswith(tables) for f in listed), None
 
 
 def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0, manual_only: bool = False,
@@ -173,7 +189,9 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
     kept), the reference as :class:`pickscale.io.Normalised`.
     An ObsPy ``Catalog``, a bulletin file/folder/glob (read on the client:
     bulletins are small), a SeisBench ``PickList`` (or pick-like objects) or
-    a dict name → such is first made a frame (:func:`pickscale.io.formats.as_frame`).
+    a dict name → such is first made a frame; whichever source reader of
+    :data:`pickscale.io.formats.READERS` claims the input opens it
+    (:func:`pickscale.io.formats.reader_for`).
     ``manual_only``, ``station_key`` and ``columns`` as in :func:`score`; ``keep``: a further reference
     column kept (the group column of ``group_by``, SPEC §14).  ``storage_options`` go to fsspec for URLs
     (listing on the client, reading in the tasks; :mod:`pickscale.io.storage`).  Sizes come from the
@@ -185,24 +203,9 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
     if keep is not None and role == "reference":
         reading["keep"] = keep
     listed, plain, unlisted = _listing(source, storage_options)
-    converted = None if plain else formats.as_frame(source, role=role, manual_only=manual_only)
-    if converted is not None:
-        name = converted.attrs.get("pickscale_description") or f"<{role}: {type(source).__name__}>"
-        files = list(converted.attrs.get("pickscale_files") or [])
-        tasks = _frame_tasks(converted, role, name, floor, reading)
-        return Source(role, name, tasks, files, int(converted.memory_usage(deep=False).sum()))
-    if isinstance(source, pd.DataFrame):
-        name = f"<pandas DataFrame, {len(source):,} rows>"
-        tasks = _frame_tasks(source, role, f"the {role} DataFrame", floor, reading)
-        return Source(role, name, tasks, [], int(source.memory_usage(deep=False).sum()))
-    if _is_dask_frame(source):
-        name = f"<dask DataFrame, {source.npartitions} partitions>"
-        tasks = []
-        for i, p in enumerate(source.to_delayed()):
-            where = f"partition {i} of the {role} DataFrame"
-            tasks.append(delayed(_reference_frame)(p, where, 0, **reading) if role == "reference"
-                         else delayed(read_frame)(p, source=where, floor=floor, **reading))
-        return Source(role, name, tasks, [], 0)
+    reader = None if plain else formats.reader_for(source)
+    if reader is not None:
+        return _opened(reader, source, role, manual_only, floor, reading)
     if unlisted is not None:
         raise unlisted
     if listed is None:  # not a path: said as the listing says it

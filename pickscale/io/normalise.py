@@ -20,7 +20,7 @@ from .fields import (
     station_column,
     station_key_of,
 )
-from .formats.eqtransformer import eqt_to_long, is_eqt_wide
+from .formats.registry import layout_for
 from .messages import describe_invalid, invalid_rows_message
 from .normalised import NOTES_ATTR, Normalised, attach_report
 from .text import Text, defused
@@ -178,8 +178,9 @@ def _prepare(raw: pd.DataFrame, role: str, source: str,
     columns pandas cannot test for missing values (``Decimal('sNaN')``) are
     made testable (on a shallow copy: the caller's frame is left as it is).
     """
-    if is_eqt_wide(raw.columns):
-        raw = eqt_to_long(raw, carry=explicit.values())
+    layout = layout_for(raw.columns)  # a tool's own layout (EQTransformer's wide table): made long first
+    if layout is not None:
+        raw = layout.open(raw, carry=explicit.values())
     found = resolve_columns(raw, role, source, explicit)
     raw = raw.reset_index(drop=True)
     copied = False

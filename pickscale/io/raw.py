@@ -1,4 +1,4 @@
-"""One CSV or Parquet file read as it is (:func:`read_raw`): the format from its first bytes and its name."""
+"""One CSV or Parquet file read as it is (:func:`read_raw`): by the file reader of the table that claims it."""
 
 from __future__ import annotations
 
@@ -9,25 +9,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .csv import CsvText, csv_text, read_csv_file, read_csv_texts
-from .sniff import PARQUET_MAGIC, check_codec, compression_of, not_text_reason, read_head, suffix_kind
+from .csv import CsvText, csv_text, read_csv_texts
+from .formats.reader import Probe
+from .formats.registry import file_reader_for, layout_for, named_reader
+from .sniff import SNIFF_BYTES, read_head
 from .storage import is_url, open_input
 
 __all__ = ["RawGroup", "read_raw", "read_raw_batch"]
-
-
-def _read_parquet(path: str) -> pd.DataFrame:
-    """A whole Parquet file as it is (pyarrow types kept)."""
-    try:
-        with open_input(path, "rb") as f:
-            df = pd.read_parquet(f, engine="pyarrow")
-    except (OSError, ValueError, TypeError) as exc:  # pyarrow.ArrowInvalid is a ValueError
-        raise InputError(f"{path}: cannot be read as Parquet ({exc}).") from None
-    if len(df) == 0:
-        cols = ", ".join(map(str, df.columns)) or "none"
-        raise InputError(f"{path}: the Parquet file has no rows (columns: {cols}).")
-    df.attrs.update(source=path, format="parquet")
-    return df
 
 
 def read_raw(path: str, *, role: str | None = None) -> pd.DataFrame:
@@ -40,8 +28,9 @@ def read_raw(path: str, *, role: str | None = None) -> pd.DataFrame:
     ``#`` comment lines before the header is skipped, and gzip, bzip2, xz and
     Zstandard compression are detected from the content (Zstandard needs the
     ``zstandard`` package).  Parquet columns keep their types (pyarrow).  The
-    format comes from the extension; a file with another extension is sniffed
-    (Parquet starts with ``PAR1``).  ``df.attrs`` records ``source``,
+    format is the first file reader of :data:`~pickscale.io.formats.READERS`
+    that claims the file (Parquet starts with ``PAR1`` whatever the name; a
+    ``*.parquet`` that does not is refused), else CSV.  ``df.attrs`` records ``source``,
     ``format`` and, for CSV, ``delimiter`` (and ``encoding`` when not UTF-8,
     ``comment_lines`` when lines were skipped: the normaliser counts rows from
     the top of the file).
@@ -73,23 +62,10 @@ def read_raw(path: str, *, role: str | None = None) -> pd.DataFrame:
     (['station', 'phase', 'time'], ';')
     """
     path = os.fspath(path)
-    head = read_head(path)
-    if not head:
+    probe = Probe(path, head=read_head(path))  # read first: a missing file or a folder is said so
+    if not probe.head:
         raise InputError(f"{path}: the file is empty (0 bytes).")
-    kind = suffix_kind(path)
-    if head.startswith(PARQUET_MAGIC):
-        parquet = _read_parquet(path)
-        return parquet if role is None else _with_folders(parquet, path, role)
-    if kind == "parquet":
-        reason = not_text_reason(head) or "is not a Parquet file (it does not start with 'PAR1')"
-        raise InputError(f"{path}: {reason}.")
-    compression = compression_of(head)
-    if compression:
-        check_codec(path, compression)
-        head = read_head(path, compression)
-        if not head:
-            raise InputError(f"{path}: the compressed file is empty.")
-    frame = read_csv_file(path, head, compression)
+    frame = file_reader_for(probe).open(probe)
     return frame if role is None else _with_folders(frame, path, role)
 
 
@@ -128,16 +104,18 @@ def read_raw_batch(paths: list[str], *, role: str) -> tuple[list[RawGroup], list
     same are parsed as one text: the frame is the files' :func:`read_raw` frames one after the other
     (folder values as ``Categorical`` columns).  Any other file — Parquet, compressed, quoted, with comment
     lines or with anything to report — is left to :func:`read_raw` (its index is returned), as is every
-    file of a group whose text did not parse as the files would alone.
+    file of a group whose text did not parse as the files would alone, and every file of a format whose
+    reader does not batch (``batched``) or of a tool's own layout (:func:`~pickscale.io.formats.layout_for`).
     """
     from .parquet import folder_values
-    from .sniff import suffix_kind
 
     alone: list[int] = []
     groups: dict[tuple, list[tuple[int, CsvText, dict[str, str]]]] = {}
     for i, path in enumerate(paths):
-        data = None if suffix_kind(path) == "parquet" else _content(path)
-        text = None if data is None or data.startswith(PARQUET_MAGIC) else csv_text(data)
+        named = named_reader(path)  # a Parquet name: not even read here
+        data = None if named is not None and not named.batched else _content(path)
+        batched = data is not None and file_reader_for(Probe(path, head=data[:SNIFF_BYTES])).batched
+        text = csv_text(data) if batched and data is not None else None
         if text is None:
             alone.append(i)
             continue
@@ -153,20 +131,16 @@ def read_raw_batch(paths: list[str], *, role: str) -> tuple[list[RawGroup], list
             frame = read_csv_texts(header, delimiter, [t.body for _, t, _ in part])
             rows = [t.rows for _, t, _ in part]
             if (frame is not None and len(frame) == sum(rows) and list(frame.columns) == header.split(delimiter)
-                    and not _eqt_wide(frame.columns)):
+                    and layout_for(frame.columns) is None):
                 for key in keys:  # as with_folder_columns adds them to each file's frame
                     codes, names = pd.factorize(np.array([f[key] for _, _, f in part], dtype=object))
                     frame[key] = pd.Categorical.from_codes(np.repeat(codes, rows), categories=list(names))
                 out.append(RawGroup([i for i, _, _ in part], rows, frame))
-            elif len(part) == 1 or frame is not None and _eqt_wide(frame.columns):
+            elif len(part) == 1 or frame is not None and layout_for(frame.columns) is not None:
+                # (a table in a tool's own layout becomes rows per file in the normaliser: read it alone)
                 alone.extend(i for i, _, _ in part)
             else:
                 pending.extend([part[len(part) // 2:], part[:len(part) // 2]])
     out.sort(key=lambda g: g.files[0])
     return out, sorted(alone)
 
-
-def _eqt_wide(columns: pd.Index) -> bool:
-    from .formats.eqtransformer import is_eqt_wide  # a wide table becomes rows per file: read it alone
-
-    return is_eqt_wide(columns)

@@ -12,7 +12,7 @@ import fsspec
 from ..errors import InputError
 
 __all__ = ["COMPRESSION_SUFFIXES", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "SOURCE_SUFFIXES", "SourceFile", "has_magic",
-           "list_sources", "resolve_sources", "suffix_list"]
+           "list_sources", "listed_suffixes", "resolve_sources", "suffix_list"]
 
 
 #: Endings of compressed files (gzip, bzip2, xz, Zstandard); the content is sniffed whatever the name.
@@ -20,28 +20,32 @@ COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
 #: File name endings of the files a folder is searched for (any case).
 CSV_SUFFIXES = (".csv",) + tuple(".csv" + c for c in COMPRESSION_SUFFIXES)
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: What a folder is searched for with the table of readers as shipped (:func:`listed_suffixes`: as registered).
 SOURCE_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES
 
 
-def suffix_list(suffixes: tuple[str, ...] = SOURCE_SUFFIXES, *, last: str = "or") -> str:
-    """The suffixes as a message lists them.
+def listed_suffixes() -> tuple[str, ...]:
+    """The file name endings a folder is searched for: what the file readers of the table list (``listed``)."""
+    from .formats.registry import listed_suffixes as of_the_table  # (the readers import this module)
+
+    return of_the_table()
+
+
+def suffix_list(suffixes: tuple[str, ...] | None = None, *, last: str = "or") -> str:
+    """The suffixes (default: :func:`listed_suffixes`) as a message lists them.
 
     Examples
     --------
     >>> suffix_list()
     '*.csv, *.csv.gz, *.csv.bz2, *.csv.xz, *.csv.zst, *.parquet or *.pq'
     """
-    names = [f"*{s}" for s in suffixes]
+    names = [f"*{s}" for s in (listed_suffixes() if suffixes is None else suffixes)]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {last} " + names[-1]
 
 
 def has_magic(path: str) -> bool:
     """Whether ``path`` is a glob pattern (holds ``*``, ``?`` or ``[``)."""
     return any(c in path for c in "*?[")
-
-
-def _is_source_file(path: str) -> bool:
-    return path.lower().endswith(SOURCE_SUFFIXES)
 
 
 def _hidden(path: str, root: str) -> bool:
@@ -69,8 +73,9 @@ def _is_dir(info: dict[str, Any]) -> bool:
 def _folder_files(listing: dict[str, dict[str, Any]], folder: str) -> dict[str, int | None]:
     """The source files of a listing below ``folder`` (hidden ones skipped), with their sizes."""
     below = folder.rstrip("/") + "/"
+    suffixes = listed_suffixes()
     return {p: _size_of(i) for p, i in listing.items()
-            if p.startswith(below) and not _is_dir(i) and _is_source_file(p) and not _hidden(p, folder)}
+            if p.startswith(below) and not _is_dir(i) and p.lower().endswith(suffixes) and not _hidden(p, folder)}
 
 
 def _glob(fs: Any, path: str, local: bool) -> dict[str, int | None]:

@@ -1,5 +1,8 @@
 """Bulletin files: which sources are bulletins (by name, XML root element or text content), read through ObsPy.
 
+:class:`BulletinFiles` is their reader in the table of
+:mod:`pickscale.io.formats.registry`.
+
 A bulletin (QuakeML, SC3ML, NonLinLoc ``.hyp``, hypoDD ``.pha``, Nordic,
 IMS1.0 ...) is read with ``obspy.read_events`` on the client (bulletins are
 small) and converted by :func:`~pickscale.io.formats.quakeml.catalog_to_frame`.
@@ -18,11 +21,13 @@ import pandas as pd
 
 from ...errors import InputError
 from ..normalised import NOTES_ATTR
-from ..sources import SOURCE_SUFFIXES, has_magic
+from ..sources import has_magic, listed_suffixes
 from ..storage import open_input
 from .quakeml import catalog_to_frame
+from .reader import Probe, SourceReader
 
 __all__ = [
+    "BulletinFiles",
     "BULLETIN_SUFFIXES",
     "OBSPY_HINT",
     "bulletin_files",
@@ -159,13 +164,14 @@ def bulletin_files(source: Any) -> list[str] | None:
     import fsspec
 
     text = os.fspath(source)
+    tables = listed_suffixes()  # the names of CSV and Parquet files (and other file formats registered)
     try:
         fs, path = fsspec.core.url_to_fs(text)
         if has_magic(path):
             matched = [p for p in sorted(fs.glob(path)) if not fs.isdir(p)]
         elif fs.isdir(path):
             matched = sorted(p for p in fs.find(path)
-                             if _is_bulletin_name(p) or p.lower().endswith(SOURCE_SUFFIXES))
+                             if _is_bulletin_name(p) or p.lower().endswith(tables))
         elif fs.exists(path):
             matched = [path]
         else:
@@ -181,7 +187,7 @@ def bulletin_files(source: Any) -> list[str] | None:
         name = p if local else fs.unstrip_protocol(p)
         if _is_bulletin_name(p):
             out.append(name)
-        elif not p.lower().endswith(SOURCE_SUFFIXES) and (xml_root(head := _head(name)) is not None
+        elif not p.lower().endswith(tables) and (xml_root(head := _head(name)) is not None
                                                            or text_bulletin(head) is not None):
             out.append(name)  # XML, Nordic, IMS1.0 or NonLinLoc under another name: read as a bulletin
         else:
@@ -230,3 +236,41 @@ def read_bulletins(paths: Sequence[str], *, manual_only: bool = False, dataset: 
                                             f"{counts.get('arrivals', 0)} arrival(s))")
     frame.attrs["pickscale_files"] = list(paths)
     return frame
+
+
+class BulletinFiles(SourceReader):
+    """A bulletin file, folder, glob or list of them (:func:`bulletin_files`), read as the reference.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "select.out").write_text("DATA_TYPE BULLETIN IMS1.0:short\\n")
+    >>> _ = (d / "picks.csv").write_text("station,phase,time\\n")
+    >>> BulletinFiles().guess_can_open(d / "select.out"), BulletinFiles().guess_can_open(d / "picks.csv")
+    (True, False)
+    """
+
+    name = "bulletin"
+    description = "QuakeML and other bulletins obspy.read_events reads"
+    suffixes = BULLETIN_SUFFIXES + tuple(s + ".gz" for s in BULLETIN_SUFFIXES)
+    in_dicts = ("reference",)  # a bulletin given as picks is refused (it holds no confidence)
+
+    def guess_can_open(self, source: Any) -> bool:
+        return bulletin_files(source.path if isinstance(source, Probe) else source) is not None
+
+    def open(self, source: Any, *, role: str, manual_only: bool = False, dataset: str | None = None,
+             name: str | None = None) -> pd.DataFrame:
+        files = bulletin_files(source)
+        if files is None:
+            raise InputError(f"{source!r}: names no bulletin file.")
+        path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+        if role == "picks":
+            raise InputError(f"{path or files[0]}: is a bulletin; "
+                             "a bulletin is read as the reference (its picks carry no confidence).")
+        return read_bulletins(files, manual_only=manual_only, dataset=dataset,
+                              description=path if name is None else None)
+
+    def labelled(self, frame: pd.DataFrame, label: str, *, role: str, name: str) -> pd.DataFrame:
+        frame.insert(0, "dataset", label)  # a column of the one name (a bulletin is only ever a reference)
+        return frame

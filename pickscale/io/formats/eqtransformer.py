@@ -15,7 +15,9 @@ no P or no S pick.  :func:`eqt_to_long` turns such a table into pickscale's
 long form: one row per pick (``station`` = ``NET.STA``, ``phase``, ``time``,
 ``conf``), P before S within a detection, detections without a pick skipped.
 The normaliser calls it whenever the header matches (:func:`is_eqt_wide`), so
-a glob of station folders read in worker tasks works as a single CSV does.
+a glob of station folders read in worker tasks works as a single CSV does;
+:class:`EqtTables` is the reader in the table of
+:mod:`pickscale.io.formats.registry` (a file, a frame or a header).
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...errors import InputError
 from ..columns import ALIASES
+from ..sniff import text_encoding
+from .reader import LayoutReader, probe_of
 
-__all__ = ["EQT_COLUMNS", "is_eqt_wide", "eqt_to_long"]
+__all__ = ["EqtTables", "EQT_COLUMNS", "is_eqt_wide", "eqt_to_long"]
 
 #: Columns that make a table an EQTransformer prediction table.
 EQT_COLUMNS = ("station", "p_arrival_time", "p_probability", "s_arrival_time", "s_probability")
@@ -111,3 +116,40 @@ def eqt_to_long(raw: pd.DataFrame, carry: Iterable[str] = ()) -> pd.DataFrame:
     out.attrs["pickscale_layout"] = _EQT_DESCRIPTION
     out.attrs["pickscale_wide_rows"] = n
     return out
+
+
+def _header(content: bytes) -> list[str]:
+    """The field names of a text table's first line (after ``#`` comment lines), split at the likeliest delimiter."""
+    text = content.decode(text_encoding(content), errors="replace")
+    line = next((t for t in text.splitlines() if t.strip() and not t.lstrip().startswith("#")), "")
+    delimiter = max((",", ";", "\t"), key=line.count)
+    return line.split(delimiter)
+
+
+class EqtTables(LayoutReader):
+    """EQTransformer's ``X_prediction_results.csv``: a file, a frame or a header with its columns (:func:`is_eqt_wide`).
+
+    Examples
+    --------
+    >>> EqtTables().guess_can_open(list(EQT_COLUMNS)), EqtTables().guess_can_open(["station", "phase", "time"])
+    (True, False)
+    """
+
+    name = "eqtransformer"
+    description = "EQTransformer X_prediction_results.csv"
+
+    def guess_can_open(self, source: Any) -> bool:
+        if isinstance(source, pd.DataFrame):
+            return is_eqt_wide(source.columns)
+        if isinstance(source, (pd.Index, list, tuple)):
+            return is_eqt_wide(source)
+        probe = probe_of(source)
+        if probe is None:
+            return False
+        try:
+            return is_eqt_wide(_header(probe.content))
+        except InputError:
+            return False
+
+    def open(self, raw: pd.DataFrame, *, carry: Iterable[str] = ()) -> pd.DataFrame:
+        return eqt_to_long(raw, carry)

@@ -15,7 +15,8 @@ Rows: ``station`` = ``NET.STA.LOC`` of the pick's waveform id (SPEC §1's
 trailing-dot rule makes it ``NET.STA`` when the location is empty), ``phase``
 = ``Arrival.phase``, else ``Pick.phase_hint``, ``time`` = ``Pick.time`` (UTC,
 as ``datetime64[ns, UTC]``).  ``manual_only`` keeps the picks whose
-``evaluation_mode`` is ``"manual"``.
+``evaluation_mode`` is ``"manual"``.  :class:`ObspyCatalog` is the reader
+in the table of :mod:`pickscale.io.formats.registry`.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...errors import InputError
 from ..normalised import NOTES_ATTR
+from .reader import SourceReader, with_dataset
 
-__all__ = ["is_catalog", "catalog_to_frame"]
+__all__ = ["ObspyCatalog", "is_catalog", "catalog_to_frame"]
 
 
 def is_catalog(obj: Any) -> bool:
@@ -166,3 +169,31 @@ def _notes(source: str, skipped: _Skipped) -> list[str]:
         notes.append(f"{source}: {skipped.not_manual} arrival(s) whose pick is not manual (evaluation_mode) "
                      "left out (manual only).")
     return notes
+
+
+class ObspyCatalog(SourceReader):
+    """An ObsPy ``Catalog`` (duck-typed, :func:`is_catalog`), read as reference arrivals.
+
+    Examples
+    --------
+    >>> class Event:
+    ...     origins, picks = [], []
+    >>> class Catalog:
+    ...     events = [Event()]
+    >>> ObspyCatalog().guess_can_open(Catalog()), ObspyCatalog().guess_can_open([Event()])
+    (True, False)
+    """
+
+    name = "catalog"
+    description = "ObsPy Catalog"
+
+    def guess_can_open(self, source: Any) -> bool:
+        return is_catalog(source)
+
+    def open(self, source: Any, *, role: str, manual_only: bool = False, dataset: str | None = None,
+             name: str | None = None) -> pd.DataFrame:
+        name = name or f"the {role} Catalog"
+        frame = catalog_to_frame(source, manual_only=manual_only, dataset=dataset, source=name)
+        if role == "picks":
+            raise InputError(f"{name}: an ObsPy Catalog holds no pick confidence; pass it as the reference.")
+        return with_dataset(frame, dataset)

@@ -10,6 +10,8 @@ need no conversion.
 Rows: ``station`` = ``trace_id`` (SPEC §1's trailing-dot rule makes
 ``CI.CLC.`` equal ``CI.CLC``), ``phase``, ``time`` = ``peak_time`` (the
 ``start_time`` when a pick has no peak), ``conf`` = ``peak_value``.
+:class:`SeisbenchPicks` is the reader in the table of
+:mod:`pickscale.io.formats.registry`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["PICK_ATTRIBUTES", "is_pick_like", "picks_to_frame"]
+from .reader import SourceReader, with_dataset
+
+__all__ = ["SeisbenchPicks", "PICK_ATTRIBUTES", "is_pick_like", "is_pick_collection", "is_pick_iterator",
+           "picks_to_frame"]
 
 #: The attributes an object needs to be read as a pick.
 PICK_ATTRIBUTES = ("trace_id", "peak_time", "peak_value", "phase")
@@ -78,3 +83,37 @@ def is_pick_collection(obj: Any) -> bool:
     if isinstance(obj, (list, tuple)):
         return bool(obj) and is_pick_like(obj[0])
     return False
+
+
+def is_pick_iterator(obj: Any) -> bool:
+    """A one-pass iterator (a generator ...), read as picks: not a path, frame, dict or sequence."""
+    # Generators and other one-pass iterables are looked at only if they are iterators of picks;
+    # any other iterator is not a source pickscale reads (resolve_sources would refuse it as well).
+    return (not isinstance(obj, (str, bytes, os.PathLike, pd.DataFrame, dict, list, tuple))
+            and hasattr(obj, "__iter__") and hasattr(obj, "__next__"))
+
+
+class SeisbenchPicks(SourceReader):
+    """A SeisBench ``PickList``, or a list or iterator of pick-like objects (:func:`is_pick_like`), read as picks.
+
+    Examples
+    --------
+    >>> class Pick:
+    ...     trace_id, peak_time, peak_value, phase = "CI.CLC.", 0.0, 0.9, "P"
+    >>> reader = SeisbenchPicks()
+    >>> reader.guess_can_open([Pick()]), reader.guess_can_open(iter([Pick()])), reader.guess_can_open([])
+    (True, True, False)
+    """
+
+    name = "seisbench"
+    description = "SeisBench PickList or pick-like objects"
+
+    def guess_can_open(self, source: Any) -> bool:
+        return is_pick_collection(source) or is_pick_iterator(source)
+
+    def open(self, source: Any, *, role: str, manual_only: bool = False, dataset: str | None = None,
+             name: str | None = None) -> pd.DataFrame:
+        items = source if isinstance(source, (list, tuple)) else list(source)
+        frame = picks_to_frame(items)
+        frame.attrs["pickscale_description"] = f"{name or f'the {role} picks'} ({len(items):,} picks)"
+        return with_dataset(frame, dataset)
