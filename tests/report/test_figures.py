@@ -175,7 +175,8 @@ def test_operating_curves(demo, demo_figures):
     assert len(fig.axes) == 4 * demo.sizes["dataset"]
     pr_axes = fig.axes[1::2]
     for ax in pr_axes:
-        assert ax.get_ylabel() == "precision_lb"
+        # Plain words, the variable's name in parentheses (issue 25 item 6).
+        assert ax.get_ylabel() == "precision: share of picks matched\n(a lower bound: precision_lb)"
         labels = legend_labels(ax.get_legend())
         assert len(labels) == 3 and all("ap_lb" in s for s in labels)
     # The AP in the legend is the stored one.
@@ -221,9 +222,9 @@ def test_reliability(demo, demo_figures):
     assert len(fig.axes) == demo.sizes["dataset"] * 2
     for ax in fig.axes:
         legend = ax.get_legend()
-        assert legend.get_title().get_text() == "ece_lb"
+        assert legend.get_title().get_text() == "calibration error\n(ece_lb)"
         assert [s.split()[0] for s in legend_labels(legend)] == ["late", "liberal", "sharp"]
-        assert ax.get_ylabel().startswith("observed_lb")
+        assert ax.get_ylabel() == "share of the bin's picks matched\n(a lower bound: observed_lb)"
         # The diagonal.
         assert any(np.allclose(line.get_xdata(), [0, 1]) and np.allclose(line.get_ydata(), [0, 1])
                    for line in ax.get_lines())
@@ -263,11 +264,11 @@ def test_no_lower_bound_suffix_when_exhaustive(demo_exhaustive, exhaustive_figur
         offending = [t for t in texts(fig) if "_lb" in t]
         assert not offending, f"{name}: {offending[:3]}"
     oc = exhaustive_figures["operating_curves"]
-    assert oc.axes[1].get_ylabel() == "precision"
+    assert oc.axes[1].get_ylabel() == "precision: share of picks matched"
     assert all(": ap " in s for s in legend_labels(oc.axes[1].get_legend()))
     rel = exhaustive_figures["reliability"].axes[0]
-    assert rel.get_legend().get_title().get_text() == "ece"
-    assert rel.get_ylabel().startswith("observed:")
+    assert rel.get_legend().get_title().get_text() == "calibration error\n(ece)"
+    assert rel.get_ylabel() == "share of the bin's picks matched"
 
 
 # ------------------------------------------------------------ save_figures
@@ -321,8 +322,10 @@ def test_big_every_figure_builds(big, big_figures):
         assert 4 < w < 40 and 2 < h < 60, (name, w, h)
 
 
-def test_big_station_cap_is_stated(big_figures):
-    fig = big_figures["stations"]
+def test_big_station_cap_is_stated(big):
+    # Every station of `big` has 4 arrivals, too few to rank by default (they are pooled: test_figures_review);
+    # min_arrivals=0 ranks them all, and the cap is stated.
+    fig = plot.stations(big, min_arrivals=0)
     image = [a for a in fig.axes[0].get_children() if isinstance(a, AxesImage)][0]
     assert image.get_array().shape == (40, 12)
     assert "worst 40 of 305" in caption(fig)
@@ -336,7 +339,7 @@ def test_big_station_cap_is_stated(big_figures):
 
 
 def test_big_station_cap_option(big):
-    fig = plot.stations(big, max_stations=10)
+    fig = plot.stations(big, max_stations=10, min_arrivals=0)
     assert "worst 10 of 305" in caption(fig)
 
 
@@ -349,13 +352,14 @@ def test_big_absent_models_are_skipped(big, big_figures):
     assert len(legend_labels(big_figures["recall_treatments"].legends[0])) == 12 + 2
     maes = by_gid(big_figures["timing"], "mae", Rectangle)
     assert {m: len(b) for m, b in maes.items()} == expected
-    # Operating curves and reliability draw at most 8 models: the best 8 by recall at the shared
-    # threshold (m04 … m11 here, recall grows with k), and say so; `small` has m00 … m05, so two of them.
+    # Operating curves draw at most 10 models and reliability 8: the best by recall at the shared
+    # threshold (m02 … m11 and m04 … m11 here, recall grows with k), and say so; `small` has m00 … m05.
     oc = big_figures["operating_curves"]
     assert len(oc.axes) == 8  # (big, small) × (P, S) rows, two panels each
-    assert len(legend_labels(oc.axes[1].get_legend())) == 8
-    assert [s.split(":")[0] for s in legend_labels(oc.axes[5].get_legend())] == ["m04_a_rather_long_name", "m05"]
-    assert "showing 8 of 12 models" in oc.get_supxlabel()
+    assert len(legend_labels(oc.axes[1].get_legend())) == 10
+    assert [s.split(":")[0] for s in legend_labels(oc.axes[5].get_legend())] == [
+        "m02", "m03", "m04_a_rather_long_name", "m05"]
+    assert "showing 10 of 12 models" in oc.get_supxlabel()
     rel = big_figures["reliability"]
     assert [len(legend_labels(ax.get_legend())) for ax in rel.axes] == [8, 8, 2, 2]
     assert any("showing 8 of 12 models" in lg.get_title().get_text() for lg in rel.legends)

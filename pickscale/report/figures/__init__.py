@@ -16,6 +16,9 @@ separate question with its own, wider tolerance (:func:`timing`,
 :func:`residuals`), and where a model fails is a question about stations
 (:func:`stations`).
 
+A recall on few arrivals is drawn as what it is: groups, time bins and stations with fewer than
+:data:`~.style.FEW_ARRIVALS` (10) reference arrivals are drawn hollow, faint or pooled, and each figure says so.
+
 Naming follows SPEC §4: quantities that depend on a false-positive count carry
 ``_lb`` (a lower bound, because the analyst did not mark every arrival) unless
 the Dataset was scored with ``exhaustive=True``.
@@ -34,6 +37,12 @@ drawing:
     :func:`reliability` (:func:`~.calibration.calibration_curves`);
 :mod:`~pickscale.report.figures.station_recall`
     :func:`stations` (:func:`~.station_recall.station_rows`);
+:mod:`~pickscale.report.figures.over_time`, :mod:`~pickscale.report.figures.by_group`
+    ``recall_over_time`` (:func:`~.over_time.over_time_rows`: steps over each time bin, partial bins
+    hatched) and ``recall_by_group`` (:func:`~.by_group.by_group_rows`: points for unordered groups, a line
+    through ordered bins), laid out by :mod:`~pickscale.report.figures.recall_axis`;
+:mod:`~pickscale.report.figures.tolerance`
+    ``recall_vs_tolerance`` (:func:`~.tolerance.tolerance_rows`);
 :mod:`~pickscale.report.figures.selection`
     data selection shared by all: options, subsets, which models to show;
 :mod:`~pickscale.report.figures.style`

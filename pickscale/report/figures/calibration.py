@@ -20,7 +20,7 @@ from matplotlib.lines import Line2D
 from ...options import PHASES
 from ...results import metric_name
 from .selection import cap_models, is_present, n_reference, names_of, options_of, subsets
-from .style import MAX_MODELS, REF, caption, empty_note, fmt_theta, model_colors, styled
+from .style import MAX_MODELS, REF, caption, empty_note, fmt_theta, lb_label, model_colors, styled
 
 __all__ = ["CalibrationLine", "CalibrationPanel", "CalibrationCurves", "calibration_curves", "wilson_interval",
            "reliability"]
@@ -251,10 +251,11 @@ def _calibration_panel(ax: Axes, panel: CalibrationPanel, data: CalibrationCurve
     ax.set_xticks(np.linspace(0, 1, 6))
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_aspect("equal")
-    ax.set_xlabel("confidence (mean of the bin)")
-    ax.set_ylabel(f"{data.observed_name}: share of the bin's picks matched")
+    ax.set_xlabel("confidence of the picks (mean of the bin)")
+    ax.set_ylabel(lb_label("share of the bin's picks matched", data.observed_name, exhaustive=data.exhaustive))
     ax.set_title(f"{panel.dataset} · {panel.phase}\n{panel.picks:,} picks ≥ floor {data.floor:g} · "
                  f"{panel.n_reference} arrivals")
     if panel.picks:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), title=f"{data.ece_name}", title_fontsize=7.5,
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), title=f"calibration error\n({data.ece_name})",
+                  title_fontsize=7.5,
                   fontsize=7, labelspacing=0.3, handlelength=1.2, borderaxespad=0.0, alignment="left")

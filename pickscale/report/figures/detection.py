@@ -45,16 +45,18 @@ from .style import (
     empty_note,
     fmt_theta,
     footnote,
+    lb_label,
     lb_note,
     legend_cols,
     model_colors,
     model_handles,
+    model_markers,
     model_styles,
     styled,
 )
 
 __all__ = ["RecallBars", "recall_bars", "recall_treatments", "Curve", "CurveRow", "OperatingCurves", "curves",
-           "operating_curves"]
+           "operating_curves", "precision_label"]
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,15 @@ def _recall_panel(ax: Axes, phase: str, data: RecallBars, colors: dict[str, str]
     return missing_dot
 
 
+def precision_label(*, exhaustive: bool) -> str:
+    r"""The precision axis in plain words, with the variable's name (``precision_lb`` unless exhaustive).
+
+    >>> precision_label(exhaustive=False)
+    'precision: share of picks matched\n(a lower bound: precision_lb)'
+    """
+    return lb_label("precision: share of picks matched", "precision_lb", exhaustive=exhaustive)
+
+
 def _error_bar(ax: Axes, x: float, y: float, interval: tuple[float, float] | None, *, gid: str) -> None:
     """A bootstrap interval (SPEC §12) as an error bar at ``(x, y)``; nothing without one."""
     if interval is None or not (np.isfinite(y) and np.all(np.isfinite(interval))):
@@ -416,7 +427,7 @@ def operating_curves(
     """
     data = curves(ds, datasets=datasets, models=models)
     all_models = names_of(ds.model.values)
-    colors, styles = model_colors(all_models), model_styles(all_models)
+    colors, styles, markers = model_colors(all_models), model_styles(all_models), model_markers(all_models)
     ex, rows = data.exhaustive, data.rows
     # One row per (dataset, phase) with arrivals and a model: two roomy panels side by side.
     longest = max([len(m) for m in data.models] + [8])
@@ -431,9 +442,11 @@ def operating_curves(
             empty_note(ax, "no dataset with arrivals and a model")
     shown: list[str] = []
     for r, row in enumerate(rows):
-        _curve_row(axes[r, 0], axes[r, 1], row, data, colors, styles, log_emitted=log_emitted)
+        _curve_row(axes[r, 0], axes[r, 1], row, data, colors, styles, markers, log_emitted=log_emitted)
         shown += [c.model for c in row.curves if c.model not in shown]
-    handles = [Line2D([], [], color=colors[m], ls=styles[m], lw=1.6, label=m) for m in shown]
+    # Colour, line style and a mark of its own: ten models stay apart (also in grey print).
+    handles = [Line2D([], [], color=colors[m], ls=styles[m], lw=1.6, marker=markers[m], ms=4, label=m)
+               for m in shown]
     handles += [
         Line2D([], [], marker="o", ms=7, ls="none", mfc="none", mec=REF, mew=1.3,
                label=f"shared threshold {fmt_theta(data.threshold)}"),
@@ -457,19 +470,22 @@ def operating_curves(
 
 
 def _curve_row(ax_r: Axes, ax_p: Axes, row: CurveRow, data: OperatingCurves, colors: dict[str, str],
-               styles: dict[str, Any], *, log_emitted: bool) -> None:
+               styles: dict[str, Any], markers: dict[str, str], *, log_emitted: bool) -> None:
     """Recall against picks emitted (``ax_r``) and precision against recall (``ax_p``) of one row."""
     d, phase, n, budget = row.dataset, row.phase, row.n_reference, row.budget
-    ap_name, prec_name = data.ap_name, data.precision_name
+    ap_name = data.ap_name
     mark: dict[str, Any] = dict(mfc="none", mew=1.3, zorder=4, ls="none")
     xmax = 1.0
-    for curve in row.curves:
+    for i, curve in enumerate(row.curves):
         m, fe, rec, prec = curve.model, curve.emitted, curve.recall, curve.precision
         ok = fe > 0
         xmax = max(xmax, fe.max())
         c, ls = colors[m], styles[m]
-        ax_r.plot(fe[ok], rec[ok], color=c, ls=ls, lw=1.4, gid=f"curve:{m}")
-        ax_p.plot(rec[ok], prec[ok], color=c, ls=ls, lw=1.4, label=f"{m}: {ap_name} {curve.ap:.2f}")
+        # Small marks along each curve, evenly spaced on screen and staggered per model, so that curves of
+        # close colours stay apart where they run together.
+        along: dict[str, Any] = dict(marker=markers[m], ms=3.5, markevery=(0.013 * i, 0.12))
+        ax_r.plot(fe[ok], rec[ok], color=c, ls=ls, lw=1.4, gid=f"curve:{m}", **along)
+        ax_p.plot(rec[ok], prec[ok], color=c, ls=ls, lw=1.4, label=f"{m}: {ap_name} {curve.ap:.2f}", **along)
         # Hollow marks: where several models meet at the knee, every ring stays visible.
         points = [(curve.shared_index, "o", 7.0)]
         if curve.best_index is not None:
@@ -487,7 +503,9 @@ def _curve_row(ax_r: Axes, ax_p: Axes, row: CurveRow, data: OperatingCurves, col
                       fontsize=7, ha="left", va="bottom", color=REF)
     if log_emitted:
         ax_r.set_xscale("log")
-        ax_r.set_xlim(left=max(0.8, min(budget if budget > 0 else n, n) / 20), right=max(xmax, n) * 1.3)
+        # From an eighth of the budget: below it every curve runs along the ceiling, and the knee, where the
+        # models differ, gets the room.
+        ax_r.set_xlim(left=max(0.8, min(budget if budget > 0 else n, n) / 8), right=max(xmax, n) * 1.3)
         # Plain numbers at 1-2-5 steps: readable whether the range spans one decade or four.
         ax_r.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax_r.xaxis.set_major_formatter(FuncFormatter(count_label))
@@ -496,12 +514,12 @@ def _curve_row(ax_r: Axes, ax_p: Axes, row: CurveRow, data: OperatingCurves, col
         ax_r.set_xlim(left=0)
     ax_r.set_ylim(-0.02, 1.04)
     ax_r.set_xlabel("picks emitted" + (" (log scale)" if log_emitted else ""))
-    ax_r.set_ylabel("recall")
+    ax_r.set_ylabel("recall: share of arrivals found")
     ax_r.set_title(f"{d} · {phase} · {n} arrivals", fontweight="bold")
     ax_p.set_xlim(-0.02, 1.04)
     ax_p.set_ylim(-0.02, 1.04)
-    ax_p.set_xlabel("recall")
-    ax_p.set_ylabel(prec_name)
-    ax_p.set_title(f"{prec_name} vs recall")
+    ax_p.set_xlabel("recall: share of arrivals found")
+    ax_p.set_ylabel(precision_label(exhaustive=data.exhaustive))
+    ax_p.set_title("precision against recall")
     ax_p.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, borderaxespad=0.0,
                 handlelength=2.2, labelspacing=0.35, alignment="left")

@@ -1,9 +1,10 @@
 """Drawing recall along one axis (time bins, groups of arrivals) with the reference arrivals beneath.
 
 ``recall_over_time`` and ``recall_by_group`` select their numbers differently (:mod:`.over_time`,
-:mod:`.by_group`) and draw them the same way: one column per (dataset, phase), recall per model above (one
-line each, colours and line styles shared with every figure), the arrivals per position as bars below, one
-legend, a caption and a footnote.  That drawing is here, once.
+:mod:`.by_group`) and lay them out the same way: one column per (dataset, phase), recall per model above
+(colours, line styles and marks shared with every figure; each figure draws its own kind of mark: steps
+spanning each time bin, points per unordered group), the arrivals per position as bars below, one legend, a
+caption and a footnote.  That layout is here, once.
 """
 
 from __future__ import annotations
@@ -13,14 +14,23 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, model_colors, model_styles
+from .style import (
+    MAX_MODELS,
+    caption,
+    empty_note,
+    fmt_theta,
+    footnote,
+    model_colors,
+    model_markers,
+    model_styles,
+)
 
-__all__ = ["recall_columns", "draw_recall_panels"]
+__all__ = ["recall_columns", "draw_recall_panels", "bar_style"]
 
 
 #: One column of a figure: dataset, phase, arrivals per position, {model: recall per position}.
@@ -57,53 +67,65 @@ def draw_recall_panels(
     panels: Sequence[Any],
     *,
     x_of: Callable[[Any], np.ndarray],
+    recall: Callable[..., dict[str, Artist]],
     bars: Callable[[Axes, Any, np.ndarray], None],
-    markersize: float,
     empty: str,
     describe: Callable[[str], str],
     notes: Sequence[str],
+    xlabel: str = "",
+    extra_handles: Sequence[Artist] = (),
 ) -> Figure:
     """The figure of ``panels`` (each with ``dataset``, ``phase``, ``n_reference`` and ``recall`` by model).
 
-    ``x_of(panel)`` gives the positions, ``bars(axes, panel, x)`` draws the arrivals beneath, ``empty`` is
-    said when there is no panel, ``describe(theta)`` is the caption and ``notes`` the footnote's lines.
+    ``x_of(panel)`` gives the positions; ``recall(axes, panel, x, colors=, styles=, markers=)`` draws the
+    models' recall above and returns one legend handle per model drawn; ``bars(axes, panel, x)`` draws the
+    arrivals beneath; ``empty`` is said when there is no panel, ``describe(theta)`` is the caption, ``notes``
+    the footnote's lines, ``xlabel`` the label under the first column and ``extra_handles`` end the legend
+    (what a hollow mark or a hatched bar means).
     """
-    colors = model_colors(names_of(ds["model"].values))
-    styles = model_styles(names_of(ds["model"].values))
+    models = names_of(ds["model"].values)
+    colors, styles, markers = model_colors(models), model_styles(models), model_markers(models)
     n = max(len(panels), 1)
-    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.6), layout="constrained")
+    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.8), layout="constrained")
     grid = fig.add_gridspec(2, n, height_ratios=(3, 1))
     theta = fmt_theta(options_of(ds).threshold)
     if not panels:
         empty_note(fig.add_subplot(grid[:, 0]), empty)
-    handles: dict[str, Line2D] = {}
+    handles: dict[str, Artist] = {}
     for i, panel in enumerate(panels):
         top = fig.add_subplot(grid[0, i])
         bottom = fig.add_subplot(grid[1, i], sharex=top)
         x = x_of(panel)
-        for model, recall in panel.recall.items():
-            (line,) = top.plot(x, recall, color=colors[model], linestyle=styles[model], marker="o",
-                               markersize=markersize, linewidth=1.2, label=model)
-            handles.setdefault(model, line)
+        for model, handle in recall(top, panel, x, colors=colors, styles=styles, markers=markers).items():
+            handles.setdefault(model, handle)
         top.set_ylim(-0.02, 1.02)
         top.set_title(f"{panel.dataset} · {panel.phase}", fontsize=9)
         top.grid(True, axis="y")
+        top.grid(False, axis="x")
         if i == 0:
-            top.set_ylabel(f"recall at {theta}")
-            bottom.set_ylabel("arrivals")
+            top.set_ylabel(f"recall: share of arrivals found\n(at threshold {theta})")
+            bottom.set_ylabel("reference\narrivals")
+            if xlabel:
+                bottom.set_xlabel(xlabel, loc="left")
         top.tick_params(labelbottom=False)
         bars(bottom, panel, x)
+        bottom.grid(False, axis="x")
         for label in bottom.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
     legend = None
     if handles:
-        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
+        legend = fig.legend([*handles.values(), *extra_handles],
+                            [*handles, *(str(h.get_label()) for h in extra_handles)],
+                            loc="outside right upper", fontsize=7.5)
     caption(fig, describe(theta), legend)
     footnote(fig, list(notes))
     return fig
 
 
-def bar_style() -> dict[str, Any]:
-    """How the arrivals' bars look in both figures."""
-    return {"color": NODATA, "edgecolor": "#888888", "linewidth": 0.3}
+def bar_style(*, few: bool = False) -> dict[str, Any]:
+    """How the arrivals' bars look in both figures: ``few`` (fewer than :data:`FEW_ARRIVALS` arrivals, or a
+    partial time bin) lighter and hatched, so that a bar that carries little weight looks it."""
+    if few:
+        return {"facecolor": "#f2f2f2", "edgecolor": "#9a9a9a", "linewidth": 0.4, "hatch": "////"}
+    return {"facecolor": "#bdbdbd", "edgecolor": "#888888", "linewidth": 0.3}

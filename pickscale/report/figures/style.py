@@ -34,6 +34,11 @@ from matplotlib.textpath import TextToPath
 __all__ = [
     "PALETTE",
     "MAX_MODELS",
+    "FEW_ARRIVALS",
+    "few_note",
+    "MARKERS",
+    "model_markers",
+    "lb_label",
     "REF",
     "NODATA",
     "STYLE",
@@ -81,12 +86,16 @@ PALETTE: tuple[str, ...] = (
 #: and the figure says "showing N of M models".
 MAX_MODELS: dict[str, int] = {
     "recall_treatments": 16,
-    "operating_curves": 8,
+    "operating_curves": 10,
     "timing": 16,
     "residuals": 10,
     "reliability": 8,
     "stations": 24,
 }
+#: Fewer reference arrivals than this and a recall is drawn de-emphasised (hollow marks, lighter bars) or set
+#: apart (the stations figure pools such stations): with n arrivals one arrival more or less moves recall by
+#: 1/n, more than 0.1 below 10, and the 95 % Wilson interval of 7 found of 9 spans 0.45–0.94.
+FEW_ARRIVALS = 10
 REF = "#222222"  # reference lines
 NODATA = "#d9d9d9"  # cells / notes for "not scored"
 _TEXT2PATH = TextToPath()
@@ -157,6 +166,39 @@ def model_styles(models: Iterable[str]) -> dict[str, Any]:
     """
     names = sorted({str(m) for m in models})
     return {name: DASHES[i % len(DASHES)] for i, name in enumerate(names)}
+
+
+#: Marks that tell models apart where colour and line style are not enough (10 models, print in grey): one per
+#: model, like :func:`model_styles`.  ``o`` and ``*`` are left out: the operating curves mark the shared and the
+#: best threshold with them.
+MARKERS: tuple[str, ...] = ("s", "^", "D", "v", "P", "X", "<", ">", "h", "p")
+
+
+def model_markers(models: Iterable[str]) -> dict[str, str]:
+    """One marker per model, like :func:`model_colors` (sorted names, repeating beyond 10 models).
+
+    >>> model_markers(["b", "a"])
+    {'a': 's', 'b': '^'}
+    """
+    names = sorted({str(m) for m in models})
+    return {name: MARKERS[i % len(MARKERS)] for i, name in enumerate(names)}
+
+
+def few_note(k: int = FEW_ARRIVALS) -> str:
+    """How a figure says what "few arrivals" means."""
+    return f"fewer than {k} reference arrivals: one arrival moves recall by more than {1 / k:.1f}"
+
+
+def lb_label(words: str, name: str, *, exhaustive: bool) -> str:
+    r"""An axis label in plain words; with a non-exhaustive reference it says it is a lower bound, with the
+    variable's name (SPEC §4), on a second line.
+
+    >>> lb_label("observed share matched", "observed_lb", exhaustive=False)
+    'observed share matched\n(a lower bound: observed_lb)'
+    >>> lb_label("observed share matched", "observed", exhaustive=True)
+    'observed share matched'
+    """
+    return words if exhaustive else f"{words}\n(a lower bound: {name})"
 
 
 def styled(func: Callable[P, R]) -> Callable[P, R]:

@@ -97,11 +97,11 @@ def recall_vs_tolerance(ds: xr.Dataset, *, models: Sequence[str] | None = None) 
         if panel.tols.min() <= options.tol <= panel.tols.max():
             ax.axvline(options.tol, color="#888888", linewidth=0.6, linestyle=":")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("tolerance (s)")
+        ax.set_xlabel("detection tolerance (s)")
         ax.set_title(f"{panel.dataset} · {panel.phase}", fontsize=9)
         ax.grid(True, axis="y")
         if i == 0:
-            ax.set_ylabel(f"recall at {theta}")
+            ax.set_ylabel(f"recall: share of arrivals found\n(at threshold {theta})")
     legend = None
     if handles:
         legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
