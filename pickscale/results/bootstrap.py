@@ -19,12 +19,15 @@ from ..metrics import bootstrap as kernels
 from ..options import Options
 from .variables import OPTIONAL_VARIABLES, describe, metric_name, text
 
-__all__ = ["bootstrap", "INTERVAL_METRICS", "DIFFERENCES"]
+__all__ = ["bootstrap", "INTERVAL_METRICS", "DIFFERENCES", "RATIO_METRICS"]
 
 #: The metrics given an interval, by canonical name (``_lb`` dropped with ``exhaustive``).
 INTERVAL_METRICS: tuple[str, ...] = ("recall", "precision_lb", "f1_lb", "recall_at_budget", "mae", "ece_lb")
 #: The paired differences between models.
 DIFFERENCES: tuple[str, ...] = ("recall", "recall_at_budget")
+#: The metrics (and differences) that are a ratio of station sums: their interval is the symmetric
+#: bootstrap-t; the others' (recall_at_budget, recall_at_budgets, ece_lb) the percentile interval (SPEC §12).
+RATIO_METRICS: tuple[str, ...] = ("recall", "precision_lb", "f1_lb", "mae")
 
 
 def _checked(level: Any, draws: Any, seed: Any) -> tuple[float, int, int]:
@@ -42,7 +45,7 @@ def _checked(level: Any, draws: Any, seed: Any) -> tuple[float, int, int]:
 
 
 def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: int = 0) -> xr.Dataset:
-    """Percentile intervals by resampling each dataset's stations (SPEC §12).
+    """Intervals by resampling each dataset's stations (SPEC §12): symmetric bootstrap-t, or percentile.
 
     Each of ``draws`` draws resamples the S scored stations of a dataset
     with replacement (multinomial counts from the dataset's own generator
@@ -50,10 +53,15 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     so a dataset's intervals depend on its stations, its name and the seed
     only, never on the other datasets); every metric of a draw comes from the
     weighted station totals with the same kernels as the estimate, the
-    residual pairs weighted by their station's multiplicity.  The interval is
-    numpy's ``"linear"`` quantiles of the draws at ``(1 − level)/2`` and
-    ``(1 + level)/2``.  Every model of a dataset is read on the same draws,
-    so the differences between two models are paired.
+    residual pairs weighted by their station's multiplicity.  The metrics
+    that are a ratio of station sums (recall, precision_lb, f1_lb, mae and
+    recall_diff: :data:`RATIO_METRICS`) get the symmetric bootstrap-t interval
+    (Hall 1988): the ratio ± the ``level`` quantile of the draws' ``|t|`` times
+    its delta-method standard error, within the station ratios' range; the
+    others (ece_lb, recall_at_budget(s), recall_at_budget_diff) the percentile
+    interval, numpy's ``"linear"`` quantiles of the draws at ``(1 − level)/2``
+    and ``(1 + level)/2``.  Every model of a dataset is read on the same
+    draws, so the differences between two models are paired.
 
     This is :func:`pickscale.bootstrap`.
 
@@ -127,9 +135,15 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
         per = _dataset_draws(ds, counts, d, stations, models, options, several)
         for w_name, w in (("draws", weights), ("full", ones)):
             per[w_name] = per["compute"](w)
+        ratios = per["ratios"]
         for metric in INTERVAL_METRICS:
-            lo, hi = kernels.percentile_interval(per["draws"][metric], est[metric][d][models],
-                                                 per["full"][metric][0], level)
+            e = est[metric][d][models]
+            if metric in RATIO_METRICS:  # a ratio of station sums: the symmetric bootstrap-t interval
+                num, den, scale = ratios[metric]
+                lo, hi = kernels.studentized_interval(weights, num, den, e, level, scale=scale,
+                                                      defined=~np.isnan(per["draws"][metric]))
+            else:
+                lo, hi = kernels.percentile_interval(per["draws"][metric], e, per["full"][metric][0], level)
             out[f"{metric}_lo"][d, models], out[f"{metric}_hi"][d, models] = lo, hi
         if several and est_budgets is not None:
             lo, hi = kernels.percentile_interval(per["draws"]["recall_at_budgets"], est_budgets[d][models],
@@ -139,7 +153,12 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
             x, f, e = per["draws"][metric], per["full"][metric][0], est[metric][d][models]  # (D, M', P), (M', P)
             for i, a in enumerate(models):
                 diff_est = e[i] - e
-                lo, hi = kernels.percentile_interval(x[:, i:i + 1] - x, diff_est, f[i] - f, level)
+                if metric in RATIO_METRICS:  # recall: (matched of model a − matched of each model) / arrivals
+                    num, den, _ = ratios[metric]
+                    lo, hi = kernels.studentized_interval(weights, num[:, i:i + 1] - num, den, diff_est, level,
+                                                          defined=~np.isnan(x[:, i:i + 1] - x))
+                else:
+                    lo, hi = kernels.percentile_interval(x[:, i:i + 1] - x, diff_est, f[i] - f, level)
                 out[f"{metric}_diff"][d, a, models] = diff_est
                 out[f"{metric}_diff_lo"][d, a, models] = lo
                 out[f"{metric}_diff_hi"][d, a, models] = hi
@@ -155,7 +174,10 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     result.attrs["bootstrap"] = {
         "level": level, "draws": n_draws, "seed": seed, "resampled": "stations of each dataset",
         "generator": "per dataset: numpy.random.default_rng([seed, *sha256(dataset name in UTF-8) bytes])",
-        "interval": "percentile, numpy 'linear' quantiles at (1 - level)/2 and (1 + level)/2",
+        "interval": "symmetric bootstrap-t (Hall 1988) for recall, precision_lb, f1_lb, mae and recall_diff: "
+                    "ratio +- the level quantile of |t| times its delta-method standard error, within the "
+                    "station ratios' range; percentile (quantiles at (1 - level)/2 and (1 + level)/2) for "
+                    "recall_at_budget, recall_at_budgets, ece_lb and recall_at_budget_diff",
         "recall_at_budget": "spread from the sweep grid's reading, placed at the fine curve's estimate",
     }
     return describe(result, options)
@@ -207,6 +229,11 @@ def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, statio
     np.add.at(abs_sum, (ps, pm, pp), np.abs(counts["residual_ns"][keep]))
     np.add.at(n_pairs, (ps, pm, pp), 1)
     fixed = options.budgets[0] if options.budgets else None
+    m_ti, e_ti = grid_m[:, :, :, ti], grid_e[:, :, :, ti]
+    n_b = np.broadcast_to(n_ref[:, None, :], m_ti.shape)
+    # Each ratio metric as (numerator, denominator, scale) per station (SPEC §4, §5): the studentized interval.
+    ratios = {"recall": (m_ti, n_b, 1.0), "precision_lb": (m_ti, e_ti, 1.0),
+              "f1_lb": (2 * m_ti, n_b + e_ti, 1.0), "mae": (abs_sum, n_pairs, 1e-9)}
 
     def compute(weights: np.ndarray) -> dict[str, np.ndarray]:
         det = kernels.detection_draws(weights, grid_m[:, :, :, ti], grid_e[:, :, :, ti], n_ref[:, None, :])
@@ -232,4 +259,4 @@ def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, statio
             out["recall_at_budgets"] = at_several
         return out
 
-    return {"compute": compute}
+    return {"compute": compute, "ratios": ratios}

@@ -222,11 +222,13 @@ OPTIONAL_VARIABLES: dict[str, Variable] = {
         dims, f"{'lower' if end == 'lo' else 'upper'} end of the interval of {metric}",
         "s" if metric == "mae" else "1",
         f"Bootstrap over stations (SPEC §12), {_SHARED if metric in ('recall', 'precision_lb', 'f1_lb', 'mae') else ''}"
-        "percentile interval; level, draws and seed in attrs['bootstrap'].")
+        f"{'symmetric bootstrap-t' if metric in ('recall', 'precision_lb', 'f1_lb', 'mae') else 'percentile'} "
+        "interval; level, draws and seed in attrs['bootstrap'].")
        for metric, dims in _INTERVAL_OF.items() for end in ("lo", "hi")},
     **{f"{metric}_diff{end}": Variable(
         _DMMP, f"{metric} of model minus model_b{'' if not end else ' (' + end[1:] + ' end of interval)'}", "1",
-        f"Paired difference on the same resampled stations (SPEC §12){'' if not end else ', percentile interval'}.")
+        f"Paired difference on the same resampled stations (SPEC §12)"
+        f"{'' if not end else ', symmetric bootstrap-t interval' if metric == 'recall' else ', percentile interval'}.")
        for metric in ("recall", "recall_at_budget") for end in ("", "_lo", "_hi")},
 }
 

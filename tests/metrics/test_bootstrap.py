@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pickscale.metrics import bootstrap as kb
@@ -101,3 +101,130 @@ def test_a_draw_without_reference_arrivals_of_the_phase_has_no_precision_or_ece(
     assert np.isnan(ece[0])
     # Both picks in the upper bin: mean conf 0.7, observed 0.5 -> ece 0.2.
     assert abs(ece[1] - 0.2) < 1e-12
+
+
+# --- SPEC §12: the symmetric bootstrap-t interval of a ratio of station sums ----------------------------------
+
+HAND_WEIGHTS = np.array([[1, 1, 1, 1], [2, 1, 0, 1], [0, 1, 2, 1], [1, 0, 1, 2]])
+HAND_MATCHED = np.array([3, 1, 0, 2])  # stations A, B, C, D
+HAND_ARRIVALS = np.array([4, 2, 1, 3])
+
+
+def test_symmetric_t_worked_example_of_the_spec():
+    # SPEC §12's worked example, by hand.  R = 6/10 = 0.6; residuals m - 0.6 n = 0.6, -0.2, -0.6, 0.2;
+    # se = sqrt(0.8) / 10.  Draws: (1,1,1,1): R = 0.6, t = 0.  (2,1,0,1): R = 9/13, residuals 3/13, -5/13, -1/13,
+    # sum of w r^2 = 44/169, se(w) = sqrt(44)/169, t = (1.2/13) / (sqrt(44)/169) = 15.6/sqrt(44).  (0,1,2,1):
+    # R = 3/7, t = -8.4/sqrt(44).  (1,0,1,2): R = 7/11, t = 4.4/sqrt(76).
+    t = kb.ratio_t_draws(HAND_WEIGHTS, HAND_MATCHED, HAND_ARRIVALS)
+    np.testing.assert_allclose(t["t"], [0.0, 15.6 / np.sqrt(44), -8.4 / np.sqrt(44), 4.4 / np.sqrt(76)], rtol=1e-12)
+    assert t["t"][0] == 0.0 and float(t["ratio"]) == 0.6
+    np.testing.assert_allclose(t["se"], np.sqrt(0.8) / 10, rtol=1e-14)
+    assert (float(t["low"]), float(t["high"])) == (0.0, 0.75)
+    # |t| sorted: 0, 0.504715, 1.266348, 2.351788.  Level 0.5: h = 3 * 0.5 = 1.5, q = 0.885531; half-width
+    # q * se = 0.079204: [0.520796, 0.679204].
+    q = 4.4 / np.sqrt(76) + 0.5 * (8.4 / np.sqrt(44) - 4.4 / np.sqrt(76))
+    lo, hi = kb.studentized_interval(HAND_WEIGHTS, HAND_MATCHED, HAND_ARRIVALS, 0.6, 0.5)
+    np.testing.assert_allclose([lo, hi], [0.6 - q * np.sqrt(0.8) / 10, 0.6 + q * np.sqrt(0.8) / 10], rtol=1e-12)
+    assert (round(float(lo), 6), round(float(hi), 6)) == (0.520796, 0.679204)
+    # Level 0.95: h = 2.85, q = 1.266348 + 0.85 (2.351788 - 1.266348) = 2.188972, half-width 0.195788:
+    # [0.404212, 0.75] — the upper end 0.795788 clipped to the largest station recall, A's 3/4.
+    lo, hi = kb.studentized_interval(HAND_WEIGHTS, HAND_MATCHED, HAND_ARRIVALS, 0.6, 0.95)
+    q = 8.4 / np.sqrt(44) + 0.85 * (15.6 / np.sqrt(44) - 8.4 / np.sqrt(44))
+    np.testing.assert_allclose(lo, 0.6 - q * np.sqrt(0.8) / 10, rtol=1e-12)
+    assert round(float(lo), 6) == 0.404212 and float(hi) == 0.75
+
+
+def test_linear_quantile_by_hand():
+    # h = (n - 1) q: 0, 10, 20, 30 at 0.5 -> h = 1.5 -> 15; at 0.9 -> h = 2.7 -> 27 (NaN left out).
+    x = np.array([30.0, np.nan, 0.0, 20.0, 10.0])
+    assert float(kb.linear_quantile(x, 0.5)) == 15.0
+    np.testing.assert_allclose(kb.linear_quantile(x, 0.9), 27.0, rtol=1e-15)
+    # +inf next to the point: inf; two infs: inf (not NaN); nothing defined: NaN.
+    assert float(kb.linear_quantile(np.array([0.0, 1.0, np.inf]), 0.75)) == np.inf
+    assert float(kb.linear_quantile(np.array([0.0, np.inf, np.inf]), 0.75)) == np.inf
+    assert float(kb.linear_quantile(np.array([0.0, 1.0, np.inf]), 0.25)) == 0.5
+    assert np.isnan(kb.linear_quantile(np.array([np.nan, np.nan]), 0.5))
+    # Per cell (columns), as numpy's "linear" where it is defined.
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(101, 3))
+    np.testing.assert_allclose(kb.linear_quantile(y, 0.95), np.quantile(y, 0.95, axis=0), rtol=1e-14)
+
+
+def test_symmetric_t_degenerate_cells():
+    w = kb.station_weights(3, 50, np.random.default_rng(1))
+    # Every station the same recall: se = 0, a zero-width interval on the estimate.
+    lo, hi = kb.studentized_interval(w, np.array([1, 2, 3]), np.array([2, 4, 6]), 0.5, 0.95)
+    assert float(lo) == float(hi) == 0.5
+    # One station: every draw takes it S times, t = 0.
+    lo, hi = kb.studentized_interval(np.ones((5, 1), dtype=np.int64), np.array([2]), np.array([3]), 2 / 3, 0.95)
+    assert float(lo) == float(hi) == 2 / 3
+    # No arrival: NaN; a NaN estimate: NaN; no defined draw: NaN.
+    lo, hi = kb.studentized_interval(w, np.array([0, 0, 0]), np.array([0, 0, 0]), np.nan, 0.95)
+    assert np.isnan(lo) and np.isnan(hi)
+    lo, hi = kb.studentized_interval(w, np.array([1, 0, 2]), np.array([2, 1, 3]), np.nan, 0.95)
+    assert np.isnan(lo) and np.isnan(hi)
+    lo, hi = kb.studentized_interval(w, np.array([1, 0, 2]), np.array([2, 1, 3]), 0.5, 0.95,
+                                     defined=np.zeros((50,), dtype=bool))
+    assert np.isnan(lo) and np.isnan(hi)
+    # Moved by estimate - scale * ratio (MAE: ns summed, seconds reported) and within the station ratios' range.
+    # Station MAEs 0.15, 0.1, 0.2 s; the estimate 1/6 s, given as a rounding apart from the ratio's own.
+    est = 1 / 6 + 1e-17
+    lo, hi = kb.studentized_interval(w, np.array([3e8, 1e8, 6e8]), np.array([2, 1, 3]), est, 0.95, scale=1e-9)
+    assert 0.1 - 1e-12 <= float(lo) < est < float(hi) <= 0.2 + 1e-12
+
+
+def brute_symmetric_t(weights, a, b, level):
+    """SPEC §12's definition, one draw at a time, from the drawn multiset of stations (plain Python sums)."""
+    a, b = [float(v) for v in a], [float(v) for v in b]
+    if sum(b) == 0:
+        return np.nan, np.nan
+    r_hat = sum(a) / sum(b)
+    se = np.sqrt(sum((x - r_hat * y) ** 2 for x, y in zip(a, b))) / sum(b)
+    ts = []
+    for w in weights:
+        drawn = [s for s, k in enumerate(w) for _ in range(k)]
+        sb = sum(b[s] for s in drawn)
+        if sb == 0:
+            continue
+        r = sum(a[s] for s in drawn) / sb
+        se_w = np.sqrt(sum((a[s] - r * b[s]) ** 2 for s in drawn)) / sb
+        ts.append((abs(r - r_hat), se_w))
+    return r_hat, se, ts
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=6),
+       st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([0.5, 0.8, 0.9, 0.95]))
+def test_symmetric_t_equals_brute_force(stations, n_draws, seed, level):
+    # counts per station: (matched, missed); arrivals = matched + missed.
+    a = np.array([m for m, _ in stations])
+    b = np.array([m + x for m, x in stations])
+    w = kb.station_weights(a.size, n_draws, np.random.default_rng(seed))
+    got = kb.studentized_interval(w, a, b, a.sum() / b.sum() if b.sum() else np.nan, level)
+    if b.sum() == 0:
+        assert np.isnan(got[0]) and np.isnan(got[1])
+        return
+    r_hat, se, ts = brute_symmetric_t(w, a, b, level)
+    if not ts:
+        assert np.isnan(got[0]) and np.isnan(got[1])
+        return
+    # |t| of each draw; the brute force decides 0 / inf from exact rationals (an exact tie of R(w) with R,
+    # or a draw whose stations all share one ratio), where the kernel's floats may disagree by rounding.
+    exact = []
+    for (delta, se_w) in ts:
+        if delta <= 1e-12:
+            exact.append(0.0)
+        elif se_w <= 1e-12:
+            exact.append(np.inf)
+        else:
+            exact.append(delta / se_w)
+    exact.sort()
+    h = (len(exact) - 1) * level
+    j = int(np.floor(h))
+    q = exact[j] if h == j or exact[min(j + 1, len(exact) - 1)] == exact[j] else \
+        exact[j] + (h - j) * (exact[j + 1] - exact[j])
+    ratios = [x / y for x, y in zip(a, b) if y > 0]
+    half = 0.0 if se == 0 else q * se
+    want = (min(max(r_hat - half, min(ratios)), max(ratios)), max(min(r_hat + half, max(ratios)), min(ratios)))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert min(ratios) <= got[0] <= got[1] <= max(ratios)

@@ -10,7 +10,6 @@ import pytest
 from pickscale.errors import OptionsError
 from pickscale.kernel import score_station
 from pickscale.metrics.calibration import ece
-from pickscale.metrics.detection import f1, precision, recall
 from pickscale.options import Options
 from pickscale.report.tables import tables, to_csv_bytes
 from pickscale.results import assemble, bootstrap, combine
@@ -52,9 +51,10 @@ def two_stations(o):
 
 
 def test_two_stations_spread_by_hand():
-    # A draw takes A twice (recall 1), A and B (1/2) or B twice (0) with probabilities 1/4, 1/2, 1/4.
-    # At level 0.95 the quantiles 0.025 and 0.975 fall among the 0s and the 1s: [0, 1].
-    # At level 0.4 (quantiles 0.3 and 0.7) both fall among the 1/2s: [0.5, 0.5].
+    # Symmetric bootstrap-t (SPEC §12): R = 1/2, residuals +1/2 and -1/2, se = sqrt(1/2) / 2.  A draw takes A
+    # and B (R(w) = 1/2: t = 0) with probability 1/2, A twice or B twice (R(w) = 1 or 0, se(w) = 0: |t| = inf)
+    # with 1/2.  At level 0.95 the quantile of |t| is inf: the interval is the station ratios' range, [0, 1].
+    # At level 0.4 it falls among the 0s: [0.5, 0.5].
     o = Options()
     ds = two_stations(o)
     wide = bootstrap(ds, draws=4000, seed=1)
@@ -96,9 +96,33 @@ def test_fixed_seed_gives_identical_intervals_and_another_seed_others():
     assert np.isnan(one.recall_diff.sel(cell | {"model_b": "a"}).item())
 
 
+def symmetric_t_by_hand(groups, draws, level=0.95):
+    """SPEC §12's symmetric bootstrap-t by brute force: ``groups`` lists per station its (numerator,
+    denominator) contributions; each draw is the multiset of stations it takes, summed in a Python loop."""
+    a = np.array([sum(x for x, _ in g) for g in groups], dtype=float)
+    b = np.array([sum(y for _, y in g) for g in groups], dtype=float)
+    r_hat = a.sum() / b.sum()
+    se = np.sqrt(sum((ai - r_hat * bi) ** 2 for ai, bi in zip(a, b))) / b.sum()
+    t = []
+    for drawn in draws:
+        sa, sb = sum(a[s] for s in drawn), sum(b[s] for s in drawn)
+        if sb == 0:
+            continue
+        r = sa / sb
+        se_w = np.sqrt(sum((a[s] - r * b[s]) ** 2 for s in drawn)) / sb
+        t.append(0.0 if abs(r - r_hat) < 1e-13 else abs(r - r_hat) / se_w if se_w > 1e-13 else np.inf)
+    t = sorted(t)  # the linear quantile (SPEC §12), +inf ordered last
+    h = (len(t) - 1) * level
+    j = int(h)
+    q = t[j] if h == j or t[j + 1] == t[j] else t[j] + (h - j) * (t[j + 1] - t[j])
+    ratios = [ai / bi for ai, bi in zip(a, b) if bi > 0]
+    return max(r_hat - q * se, min(ratios)), min(r_hat + q * se, max(ratios))
+
+
 def test_vectorised_draws_equal_rescoring_each_draw():
     # Brute force: for each draw, the multiset of stations it drew, scored with the metric kernels on
-    # plainly summed counts (a Python loop), against the weighted totals of the draws.
+    # plainly summed counts (a Python loop), against the weighted totals of the draws: the percentile interval
+    # of ece_lb, and the symmetric bootstrap-t of the ratio metrics (SPEC §12), each from its own definition.
     o = Options()
     rng = np.random.default_rng(11)
     stations = {}
@@ -118,25 +142,77 @@ def test_vectorised_draws_equal_rescoring_each_draw():
     cn, cc, ch = (ds[k].isel(**sel).transpose("station", "bin").values for k in ("cal_n", "cal_conf", "cal_hits"))
     pairs = (ds.pair_conf.values >= 0.3) & (ds.pair_phase.values == 0)
     res, pst = np.abs(np.round(ds.residual.values[pairs] * 1e9)), ds.pair_station.values[pairs]
-    rows = {k: [] for k in ("recall", "precision_lb", "f1_lb", "mae", "ece_lb")}
+    eces = []
     for w in weights:
         drawn = np.repeat(np.arange(4), w)
-        rows["recall"].append(float(recall(m[drawn].sum(), n[drawn].sum())))
-        rows["precision_lb"].append(float(precision(m[drawn].sum(), e[drawn].sum())))
-        rows["f1_lb"].append(float(f1(m[drawn].sum(), n[drawn].sum(), e[drawn].sum())))
-        rows["ece_lb"].append(float(ece(cn[drawn].sum(0), cc[drawn].sum(0), ch[drawn].sum(0))))
-        abs_e = np.concatenate([res[pst == s] for s in drawn])
-        rows["mae"].append(abs_e.sum() / 1e9 / abs_e.size)
-    for name, values in rows.items():
+        eces.append(float(ece(cn[drawn].sum(0), cc[drawn].sum(0), ch[drawn].sum(0))))
+    draws = [np.repeat(np.arange(4), w) for w in weights]
+    want = {
+        "recall": symmetric_t_by_hand([[(m[s], n[s])] for s in range(4)], draws),
+        "precision_lb": symmetric_t_by_hand([[(m[s], e[s])] for s in range(4)], draws),
+        "f1_lb": symmetric_t_by_hand([[(2 * m[s], n[s] + e[s])] for s in range(4)], draws),
+        # MAE: each pair's |e| (ns) over one pair; the interval in seconds.
+        "mae": tuple(v / 1e9 for v in symmetric_t_by_hand([[(r, 1) for r in res[pst == s]] for s in range(4)],
+                                                            draws)),
+        "ece_lb": tuple(np.quantile(eces, [0.025, 0.975])),
+    }
+    for name, (w_lo, w_hi) in want.items():
         est = ds[name].sel(threshold=0.3) if "threshold" in ds[name].dims else ds[name]
-        shift = 0.0 if name in ("recall", "precision_lb", "f1_lb") else None
-        q = np.quantile(values, [0.025, 0.975])
         lo, hi = got[f"{name}_lo"].isel(**sel).item(), got[f"{name}_hi"].isel(**sel).item()
-        if shift == 0.0:  # the estimate's own estimator: the quantiles bit for bit
-            assert (lo, hi) == (q[0], q[1]), name
-        else:  # moved by a rounding difference
-            np.testing.assert_allclose([lo, hi], q, rtol=1e-12, err_msg=name)
+        np.testing.assert_allclose([lo, hi], [w_lo, w_hi], rtol=1e-12, err_msg=name)
         assert lo <= est.isel(**sel).item() <= hi
+        assert hi > lo, name  # four different stations: a spread
+
+
+def test_paired_recall_difference_is_the_symmetric_t_of_the_matched_difference():
+    # SPEC §12: recall_diff's interval is the symmetric bootstrap-t of (matched_a - matched_b) / arrivals, on the
+    # draws both models share; by brute force from the drawn multisets of stations.
+    o = Options()
+    rng = np.random.default_rng(3)
+    stations = {}
+    for k in range(7):
+        arr = [(0, 10.0 * i) for i in range(1, 4 + 2 * k)]
+        picks = [(m, 0, t + rng.normal(0, 0.1), float(rng.uniform(0.4, 1))) for m in (0, 1) for _, t in arr
+                 if rng.uniform() < (0.9 if m == 0 else 0.6)]
+        stations[f"S{k}"] = station(o, arr, picks, n_models=2)
+    ds = results(stations, o, models=("a", "b"))
+    got = bootstrap(ds, draws=200, seed=8, level=0.9)
+    weights = spec_weights(8, "d", 7, 200)
+    ti = o.threshold_index
+    m = ds.matched.isel(dataset=0, phase=0, threshold=ti).transpose("model", "station").values
+    n = ds.n_reference.isel(dataset=0, phase=0).values
+    draws = [np.repeat(np.arange(7), w) for w in weights]
+    want = symmetric_t_by_hand([[(m[0, s] - m[1, s], n[s])] for s in range(7)], draws, level=0.9)
+    cell = dict(dataset="d", model="a", model_b="b", phase="P")
+    lo, hi = got.recall_diff_lo.sel(cell).item(), got.recall_diff_hi.sel(cell).item()
+    np.testing.assert_allclose([lo, hi], want, rtol=1e-12)
+    assert -1 <= lo <= got.recall_diff.sel(cell).item() <= hi <= 1
+    # b - a is the mirror image of a - b.
+    back = cell | {"model": "b", "model_b": "a"}
+    np.testing.assert_allclose([got.recall_diff_lo.sel(back).item(), got.recall_diff_hi.sel(back).item()],
+                               [-hi, -lo], rtol=1e-12)
+
+
+def test_intervals_are_the_same_bytes_whatever_the_order_stations_come_in():
+    # SPEC §9, §12: stations are weighed in code-point order of their names, so the order in which their counts
+    # arrive (partitions finishing in any order) changes no bit of any interval.
+    o = Options()
+    rng = np.random.default_rng(17)
+    stations = []
+    for k in range(6):
+        arr = [(int(rng.integers(0, 2)), 10.0 * i) for i in range(1, 5 + k)]
+        picks = [(m, p, t + rng.normal(0, 0.2), float(rng.uniform(0.05, 1))) for m in (0, 1) for p, t in arr
+                 if rng.uniform() < 0.7]
+        stations.append((f"S{k}", station(o, arr, picks, n_models=2)))
+    runs = []
+    for order in (range(6), [3, 0, 5, 1, 4, 2], range(5, -1, -1)):
+        items = [stations[i] for i in order]
+        ds = assemble({"d": combine(items, models=["a", "b"], options=o)}, options=o)
+        runs.append(interval_values(bootstrap(ds, draws=150, seed=2), "d", ["a", "b"]))
+    for other in runs[1:]:
+        assert runs[0].keys() == other.keys()
+        for v in runs[0]:
+            assert runs[0][v].tobytes() == other[v].tobytes(), v
 
 
 def spec_weights(seed, name, n_stations, draws):
@@ -146,9 +222,10 @@ def spec_weights(seed, name, n_stations, draws):
 
 
 def test_each_datasets_generator_is_the_one_spec_names():
-    # Two stations per dataset, A's arrival found and B's missed: a single draw's recall is w_A / 2, and with
-    # one draw lo = hi = that recall.  The weight of A is read back for each dataset and seed and compared
-    # with the SPEC formula recomputed here with numpy.
+    # Two stations per dataset, A's arrival found and B's missed, each by one pick at conf 0.9: a draw's ece_lb
+    # (a percentile interval, SPEC §12) is |0.9 - w_A / 2| (both picks in one bin, w_A of the 2 hits), and with
+    # one draw lo = hi = that.  The weight of A is read back for each dataset and seed and compared with the
+    # SPEC formula recomputed here with numpy.
     o = Options()
     a = station(o, [(0, 10)], [(0, 0, 10.1, 0.9)])
     b = station(o, [(0, 10)], [(0, 0, 13.0, 0.9)])
@@ -159,13 +236,15 @@ def test_each_datasets_generator_is_the_one_spec_names():
         for name in names:
             w = spec_weights(seed, name, 2, 1)
             cell = dict(dataset=name, model="m", phase="P")
-            assert got.recall_lo.sel(cell).item() == got.recall_hi.sel(cell).item() == w[0, 0] / 2, (seed, name)
-    # Many draws: the whole spread is that of the SPEC's weights (recall of a draw: w_A / 2).
+            lo, hi = got.ece_lb_lo.sel(cell).item(), got.ece_lb_hi.sel(cell).item()
+            assert lo == hi and lo == pytest.approx(abs(0.9 - w[0, 0] / 2), rel=1e-12), (seed, name)
+    # Many draws: the whole spread is that of the SPEC's weights.
     got = bootstrap(ds, draws=500, seed=3)
     for name in names:
-        q = np.quantile(spec_weights(3, name, 2, 500)[:, 0] / 2, [0.025, 0.975], method="linear")
+        q = np.quantile(np.abs(0.9 - spec_weights(3, name, 2, 500)[:, 0] / 2), [0.025, 0.975], method="linear")
         cell = dict(dataset=name, model="m", phase="P")
-        assert (got.recall_lo.sel(cell).item(), got.recall_hi.sel(cell).item()) == (q[0], q[1]), name
+        np.testing.assert_allclose([got.ece_lb_lo.sel(cell).item(), got.ece_lb_hi.sel(cell).item()], q,
+                                   rtol=1e-12, err_msg=name)
 
 
 def interval_values(ds, name, models):

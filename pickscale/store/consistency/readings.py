@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 #: derives ``best_on_edge`` from ``best_threshold`` and the grid); a store with one has it checked as any other.
 ADDED_LATER = frozenset({"best_on_edge"})
 
-#: Detection rates of SPEC §4 whose bootstrap interval is a plain percentile interval (moved by exactly 0).
+#: Detection rates of SPEC §4: their bootstrap intervals (symmetric bootstrap-t, clipped to the stations' own
+#: rates) lie in [0, 1].
 _RATE_INTERVALS = ("recall", "precision_lb", "f1_lb")
 
 
@@ -88,7 +89,7 @@ def _check_intervals(store: pathlib.Path, ds: xr.Dataset, options: Options) -> N
                 raise _bad_variable(store, ds, name, f"is not floats on dims {want}")
         lo, hi = ds[lo_name], ds[hi_name]
         _refuse(store, ds, lo_name, lo > hi, f"must be <= {hi_name} (the lower end of an interval)")
-        if metric in _RATE_INTERVALS:  # a plain percentile interval of a rate (moved by exactly 0)
+        if metric in _RATE_INTERVALS:  # an interval of a rate, within the stations' own rates
             for name, end in ((lo_name, lo), (hi_name, hi)):
                 _refuse(store, ds, name, (end < 0) | (end > 1), "must lie in [0, 1] (an interval of a rate)")
         if metric == "recall_diff":
