@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import PickscaleError, StoreError
 from ..io.storage import using
-from .flow import is_remote_folder, out_folder, run_into, write_outputs
+from .flow import Closing, is_remote_folder, out_folder, run_into, write_outputs
 from .runtime import command_client
 from .state import EXIT_OK
 from .study import ci_level, scoring_options, storage_of, study_of, where_to_run, whole_number
@@ -27,11 +27,11 @@ def score_command(args: argparse.Namespace) -> int:
     level = study.ci
     started = time.monotonic()
 
-    def produce(closing: list) -> Any:
+    def produce(closing: Closing) -> Any:
         in_process = study.workers is None and small_local_input(study.reference, study.picks)
-        with command_client(study.workers, study.scheduler, closing, in_process=in_process,
-                            scheduler_file=study.scheduler_file) as client:
-            ds = score(study.reference, study.picks, client=client, **study.score_keywords())
+        client = closing.hold(command_client(study.workers, study.scheduler, closing, in_process=in_process,
+                                             scheduler_file=study.scheduler_file))
+        ds = score(study.reference, study.picks, client=client, **study.score_keywords())
         return _with_ci(ds, level)
 
     with using(study.reading.get("storage_options")):  # the inputs', the store's and the tables' alike
@@ -106,15 +106,15 @@ def demo_command(args: argparse.Namespace) -> int:
     workers = where["workers"]
     block_picks = whole_number(args.block_picks, "--block-picks")
 
-    def produce(closing: list) -> Any:
+    def produce(closing: Closing) -> Any:
         ref_path, picks_path = write_inputs(out_dir)
         print("demo: a synthetic catalogue with known answers — sharp is accurate; late finds the same "
               "arrivals 0.15 s late; liberal finds more but emits about twice the picks.")
         print(f"inputs: {ref_path} and {picks_path}")
         # The demo is small: it runs in this process unless workers or a scheduler are asked for.
-        with command_client(workers, args.scheduler, closing, in_process=workers is None,
-                            scheduler_file=where["scheduler_file"]) as client:
-            ds = score(str(ref_path), str(picks_path), client=client, block_picks=block_picks, **options)
+        client = closing.hold(command_client(workers, args.scheduler, closing, in_process=workers is None,
+                                             scheduler_file=where["scheduler_file"]))
+        ds = score(str(ref_path), str(picks_path), client=client, block_picks=block_picks, **options)
         return _with_ci(ds, level)
 
     ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
@@ -186,16 +186,16 @@ def extend_command(args: argparse.Namespace) -> int:
     level = ci_level(getattr(args, "ci", None))  # --ci LEVEL: intervals at LEVEL; else the store's, if any
     started = time.monotonic()
 
-    def produce(closing: list) -> Any:
+    def produce(closing: Closing) -> Any:
         from ..engine import small_local_input
 
         stored = open_results(target)
         in_process = workers is None and small_local_input(args.reference, args.picks)
-        with command_client(workers, args.scheduler, closing, in_process=in_process,
-                            scheduler_file=where["scheduler_file"]) as client:
-            return extended(stored, args.reference, args.picks, replace=bool(args.replace), ci=level,
-                            client=client, block_picks=block_picks, **reading,
-                            **{k: given.get(k) for k in OPTION_NAMES})
+        client = closing.hold(command_client(workers, args.scheduler, closing, in_process=in_process,
+                                             scheduler_file=where["scheduler_file"]))
+        return extended(stored, args.reference, args.picks, replace=bool(args.replace), ci=level,
+                        client=client, block_picks=block_picks, **reading,
+                        **{k: given.get(k) for k in OPTION_NAMES})
 
     with using(reading.get("storage_options")):
         ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,

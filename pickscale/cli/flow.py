@@ -66,7 +66,29 @@ def is_remote_folder(location: Any) -> bool:
     return isinstance(location, RemoteFolder)
 
 
-def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], fmt: str, figures: bool,
+class Closing(list):
+    """What a command lets go of once its store is saved: the contexts it holds (its cluster), and the threads
+    of a cluster shutting down (joined before the command returns).
+
+    A command's ``produce(closing)`` takes its client with ``closing.hold(command_client(..., closing))``:
+    the cluster keeps what the results left on it (the residual pairs, :mod:`pickscale.engine.pairs`) until
+    the store has them, and is let go then, while the tables and figures are written.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = contextlib.ExitStack()
+
+    def hold(self, context: Any) -> Any:
+        """Enter ``context`` until :meth:`release` (or the end of the run); return what it gives."""
+        return self.held.enter_context(context)
+
+    def release(self) -> None:
+        """Exit every held context, last first."""
+        self.held.close()
+
+
+def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any], fmt: str, figures: bool,
              quiet: bool, also: Sequence[str] = (), extend: bool = False) -> Any:
     """Run ``produce(closing)`` under the store's lock in ``out_dir`` and write what it returns; return it.
 
@@ -76,7 +98,7 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], 
     ``extend`` (``pickscale extend``) the store must exist and be a pickscale store: it is replaced
     atomically, and the tables and figures written from it are rewritten (as ``report`` does).
     """
-    from ..store import reserved, save
+    from ..store import read_lazily, reserved, save
 
     if isinstance(out_dir, RemoteFolder):
         from .remote import run_into_remote  # (its own module: the flow for a bucket)
@@ -90,9 +112,9 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], 
         check_target(out_dir, overwrite)
         created = _make_folder(out_dir)
     finished = False
-    closing: list = []
+    closing = Closing()
     try:
-        with reserved(out_dir / "results.zarr") as target:
+        with reserved(out_dir / "results.zarr") as target, closing.held:
             Run.target = target
             _cleanup_stale(target)
             cleanup_output_temporaries(out_dir)
@@ -106,6 +128,8 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[list], Any], 
             with _writing(quiet) as stage:
                 store = Path(save(ds, out_dir / "results.zarr", overwrite=overwrite or extend))  # (a local folder)
                 Run.store = store
+                closing.release()  # the store holds what the cluster kept: let it go while the rest is written
+                ds = read_lazily(ds, store)
                 stage.update()
                 said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
                 for line in said:

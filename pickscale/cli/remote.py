@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from .flow import RemoteFolder, _writing, write_outputs
+from .flow import Closing, RemoteFolder, _writing, write_outputs
 
 __all__ = ["run_into_remote", "check_remote_outputs", "write_remote_outputs", "report_remote"]
 
 
-def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[list], Any], fmt: str,
+def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[Closing], Any], fmt: str,
                      figures: bool, quiet: bool, also: Sequence[str], extend: bool) -> Any:
     """:func:`run_into` for ``--out URL``: the store is an Icechunk repository at ``URL/results.zarr``.
 
@@ -25,20 +25,23 @@ def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[li
     fails -- a StoreError, exit 2, nothing of this run written -- if another run committed meanwhile; the
     tables, figures and ``pickscale-outputs.json`` (naming the store's version) are written beside it.
     """
+    from ..store import read_lazily
     from ..store.remote import reserved, save_remote
 
     if also:
         raise StoreError(f"--out {out}: this command also writes files ({', '.join(also)}) that pickscale "
                          "writes to a local folder only; give a local --out.")
     url = out / "results.zarr"
-    closing: list = []
+    closing = Closing()
     try:
-        with reserved(url, overwrite=overwrite, extend=extend):
+        with reserved(url, overwrite=overwrite, extend=extend), closing.held:
             check_remote_outputs(out, overwrite or extend)  # before any work
             ds = produce(closing)
             with _writing(quiet, total=3) as stage:  # the store, the tables, the upload; then each figure
                 command = "extend" if extend else "score"
                 version = save_remote(ds, url, overwrite=True, message=f"pickscale {command}")
+                closing.release()  # the store holds what the cluster kept: let it go while the rest is written
+                ds = read_lazily(ds, url, version=version)
                 stage.update()
                 said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
                 for line in said:

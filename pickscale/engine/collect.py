@@ -5,12 +5,13 @@ The reduction tree stops at up to :data:`~pickscale.kernel.stacks.FAN_IN` pieces
 13 kB a station with three models) would be held there twice, the pieces and their concatenation.  Gathered
 whole, the client would also hold them twice while they arrive (the messages and the arrays made from them)
 and once more while laying them out.  So the pieces come in two steps: first without their station fields
-(keys, pairs, time-binned rows and fine curves), then the fields in batches of at most :data:`BATCH_BYTES`,
+(keys, time-binned rows and fine curves), then the fields in batches of at most :data:`BATCH_BYTES`,
 each fetched when :func:`pickscale.results.assemble` takes its first field and dropped as the fields are laid
 out.  The
 pieces are joined field by field (:class:`JoinedFields`); a station whose time blocks ended in several
 pieces is merged here by the kernel's rules (:func:`~pickscale.kernel.merge_results`), as the reduction
-would have.  Pieces with at most :data:`BATCH_BYTES` of station fields in all are gathered whole.
+would have.  Pieces with at most :data:`BATCH_BYTES` of station fields in all are gathered whole.  The
+residual pairs never come: they stay on the cluster (:mod:`pickscale.engine.pairs`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..kernel import Partial, StationStack, merge_results, summed_fine
 from ..kernel.stacks import concat_binned
+from .pairs import without_pairs
 
 __all__ = ["bring_back", "join", "BATCH_BYTES"]
 
@@ -39,10 +41,11 @@ def bring_back(tops: Sequence[Any], client: Any, *, batch_bytes: int = BATCH_BYT
     of its fields has been taken (or the returned partial is dropped).
     """
     if client is None:
-        return join(list(tops), lambda i, d, rows: tops[i].stacks[d].take(rows))
+        pieces = [without_pairs(t) for t in tops]
+        return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows))
     sizes = client.gather([client.submit(_field_sizes, t, pure=False, retries=3) for t in tops])
     if sum(n for piece in sizes for per in piece.values() for n in per.values()) <= batch_bytes:
-        pieces = client.gather(list(tops))
+        pieces = client.gather([client.submit(without_pairs, t, pure=False, retries=3) for t in tops])
         return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows))
     skeletons = client.gather([client.submit(_without_fields, t, pure=False, retries=3) for t in tops])
     # A field is read from every piece in turn: each piece's share of the batch, so that at most
@@ -236,11 +239,11 @@ def _field_sizes(piece: Partial) -> dict[int, dict[str, int]]:
 
 
 def _without_fields(piece: Partial) -> Partial:
-    """``piece`` without its station fields: keys, pairs, binned rows and fine curves (what the client gets first)."""
-    stacks = {d: StationStack(keys=s.keys, fields={}, pair_key=s.pair_key, pairs=s.pairs, bin_key=s.bin_key,
-                              binned=s.binned, n_time_bins=s.n_time_bins)
-              for d, s in piece.stacks.items()}
-    return Partial(stacks=stacks, fine=piece.fine)
+    """``piece`` without its station fields and pairs: keys, binned rows and fine curves (the client's first look)."""
+    bare = without_pairs(piece)
+    for s in bare.stacks.values():
+        s.fields = {}
+    return bare
 
 
 def _fields(piece: Partial, dataset: int, names: list[str]) -> dict[str, np.ndarray]:
@@ -249,4 +252,4 @@ def _fields(piece: Partial, dataset: int, names: list[str]) -> dict[str, np.ndar
 
 
 def _rows(piece: Partial, dataset: int, rows: np.ndarray) -> StationStack:
-    return piece.stacks[dataset].take(rows)
+    return without_pairs(piece).stacks[dataset].take(rows)

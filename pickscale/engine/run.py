@@ -14,8 +14,12 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
 4. **Score** (:mod:`pickscale.engine.scoring`): one task per partition runs the station kernel per work unit
    and returns station results stacked as arrays; a reduction tree on the workers combines them
    (:mod:`pickscale.kernel.combine`).
-5. **Finalize** on the client from that one combined result, in canonical station order
-   (:mod:`pickscale.results`).
+5. **Pairs** (:mod:`pickscale.engine.pairs`): the residual pairs stay on the workers, one task per
+   (dataset, model, phase) orders them as the store does and computes their SPEC §5 statistics; the
+   client receives the statistics only.
+6. **Finalize** on the client from the combined counts, in canonical station order
+   (:mod:`pickscale.results`); the Dataset's pairs are Dask arrays of the workers' results (NumPy
+   without a cluster), written to the store a chunk range at a time (:mod:`pickscale.store.writing`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .collect import bring_back
 from .extent import capture_reference, facts_of
 from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, tree_reduce
 from .inputs import load
+from .pairs import codes_of, pair_columns
 from .parts import Failure, PickPart, merge_outlines, outline, report_of
 from .provenance import attributes, rows_read
 from .unit_size import check_units
@@ -166,7 +171,12 @@ def score(
     xarray.Dataset
         Dims ``dataset, model, phase, threshold, station, bin, fine_threshold,
         pair``: per-station counts, and every SPEC metric over (dataset, model,
-        phase[, threshold]).
+        phase[, threshold]).  On a cluster whose client Dask computes with (the
+        default client, or within ``with client.as_current():``) the residual
+        pairs (dim ``pair``) stay on the workers: Dask arrays, read as any
+        (``ds.residual.sel(...)``, ``.load()``) while the client is open, and
+        written from there by :func:`pickscale.save`; with no cluster, or with
+        a client that is not the current one, NumPy arrays.
 
     Raises
     ------
@@ -226,6 +236,7 @@ def score(
     outlines = merged if isinstance(merged, list) else [merged]
     _raise_failures(ref_parts + outlines)
     ref_all = Normalised.combine(ref_parts)
+    del ref_parts  # (combined: the read tasks' copies are not kept)
     pick_summary, below_floor, pick_report = _combine_outlines(outlines)
     scope: Scope = scope_from_summary(
         ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
@@ -255,11 +266,17 @@ def score(
         group_codes, labels = reference_group_codes(scope.reference, group_spec, stations=station_table,
                                                     found_columns=ref_all.ignored_columns)
         options = options.with_group_labels(labels)
+    del ref_all  # the scope holds the scored reference
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=n_workers(client))
     # A unit too large for a worker (a station with no quiet gap) stops here, with a message, not a dead worker.
     check_units(plan, options, client=client, pick_parts=pick_parts)
     shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
     ref_codes = plan.encode_reference(scope.reference, group=group_codes)
+    del group_codes
+    # What pickscale.extend checks an extension against, decided now: then the client lets the reference go
+    # (its arrivals travel to the workers with the exchange), and holds nothing per arrival while scoring.
+    extent = facts_of(scope, pick_summary, station_key=station_key)
+    scope.reference = scope.reference.iloc[:0]
 
     # 4. Exchange (picks move to their work partition) and score; partials combined on the workers.
     keep = delayed((cover, scope.coverage_keep), pure=True) if cover is not None else None
@@ -269,11 +286,15 @@ def score(
     else:
         partials = exchange.shuffle(pick_parts, ref_codes, plan, shared_plan, options,
                                     conf_dtype=_conf_dtype(outlines), distributed=client is not None, cover=keep)
+    del ref_codes  # (the graphs of `partials` hold what they need of it)
     # Drop the client's handles on the read parts (the graphs of `partials` hold them too): once the job
     # is submitted, only the scheduler keeps each part, and frees it as soon as it has been moved.
     del pick_parts
     tops = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=progress)
     del partials
+    # The residual pairs stay where they are: grouped, ordered and timed on the workers (engine/pairs.py).
+    codes = codes_of(list(scope.datasets), dict(scope.models), plan.stations["station"].to_numpy(object))
+    pairs = pair_columns(tops, codes, client, options=options, n_datasets=len(scope.datasets))
     total = bring_back(tops, client)  # joined here; on a cluster, the station fields stay there until laid out
     del tops
 
@@ -284,10 +305,10 @@ def score(
     del total  # per_dataset holds its arrays (or fetches them), and assemble takes them one by one
     attrs = attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
     # What pickscale.extend checks an extension against.
-    attrs["extent"] = facts_of(scope, pick_summary, station_key=station_key)
+    attrs["extent"] = extent
     # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
     emit_warnings(attrs["warnings"])
-    return assemble(per_dataset, options=options, attrs=attrs)
+    return assemble(per_dataset, options=options, attrs=attrs, pairs=pairs)
 
 
 def _grouping(options: Options, stations: Any, station_key: str) -> tuple[Any, pd.DataFrame | None]:

@@ -8,9 +8,13 @@ arrived in (SPEC §9); medians are exact.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "WITHIN", "timing_stats", "timing_sweep", "residual_quantile"]
+__all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "timing_stats", "timing_sweep",
+           "residual_quantile", "pair_statistics", "residual_mode", "CONCENTRATED_SHARE", "CONCENTRATED_RATIO",
+           "CONCENTRATED_MIN_PAIRS", "concentrated", "lay_out"]
 
 #: Tolerances (s) of the ``within_*`` fractions.
 WITHIN: tuple[float, ...] = (0.1, 0.25, 0.5)
@@ -21,6 +25,8 @@ TIMING_NAMES: tuple[str, ...] = (
 #: The residual quantiles of the timing table (SPEC §5): the 10th and 90th percentiles of e and its
 #: interquartile range p75 − p25.  Not in the sweep table (its columns are :data:`TIMING_NAMES`).
 QUANTILE_NAMES: tuple[str, ...] = ("p10", "p90", "iqr")
+#: The statistics per group of arrivals (SPEC §14): those of the sweep, without the quantiles.
+GROUP_NAMES: tuple[str, ...] = TIMING_NAMES
 
 
 def _median_sorted(x: np.ndarray) -> float:
@@ -167,3 +173,112 @@ def timing_sweep(residual_ns, conf, thresholds, *, tol: float) -> dict[str, np.n
     out = {name: np.array([r[name] for r in rows], dtype=np.float64) for name in TIMING_NAMES + QUANTILE_NAMES}
     out["n"] = out["n"].astype(np.int64)
     return out
+
+
+#: SPEC §5, "Concentrated residuals": flagged when the most common residual holds more than this share of the
+#: pairs at the shared threshold …
+CONCENTRATED_SHARE = 0.2
+#: … and at least this many times as many pairs as the next most common residual (a spike, not the peak of
+#: a tight distribution on a sample grid) …
+CONCENTRATED_RATIO = 3
+#: … among at least this many pairs.
+CONCENTRATED_MIN_PAIRS = 20
+
+
+def residual_mode(residual_ns) -> dict[str, int]:
+    """The most common residual (integer ns; the smallest of equally common ones) and how often it and the
+    next most common one occur (SPEC §5, "Concentrated residuals").
+
+    Examples
+    --------
+    >>> residual_mode([0, 0, 0, 10_000_000, -10_000_000, 0, 10_000_000])
+    {'n': 7, 'residual_ns': 0, 'count': 4, 'second': 2}
+    """
+    values, counts = np.unique(np.asarray(residual_ns, dtype=np.int64), return_counts=True)
+    if not values.size:
+        return {"n": 0, "residual_ns": 0, "count": 0, "second": 0}
+    top = int(np.argmax(counts))  # the first of the largest counts: the smallest such value
+    rest = np.delete(counts, top)
+    return {"n": int(counts.sum()), "residual_ns": int(values[top]), "count": int(counts[top]),
+            "second": int(rest.max()) if rest.size else 0}
+
+
+def concentrated(mode: dict[str, int]) -> bool:
+    """Whether residuals with this :func:`residual_mode` are concentrated on one value (SPEC §5).
+
+    Examples
+    --------
+    >>> concentrated({"n": 100, "residual_ns": 0, "count": 72, "second": 5})
+    True
+    >>> concentrated({"n": 100, "residual_ns": 0, "count": 40, "second": 24})  # a tight peak on a 10 ms grid
+    False
+    """
+    return (mode["n"] >= CONCENTRATED_MIN_PAIRS and mode["count"] > CONCENTRATED_SHARE * mode["n"]
+            and mode["count"] >= CONCENTRATED_RATIO * mode["second"])
+
+
+def pair_statistics(residual_ns, conf, group, *, thresholds, tol: float, threshold: float,
+                    n_groups: int) -> dict[str, Any]:
+    """The statistics of one stream's pairs (one dataset, model and phase): SPEC §5 and §14.
+
+    ``"sweep"``: :func:`timing_sweep` at every threshold; ``"mode"``: :func:`residual_mode` of the pairs at
+    ``conf >= threshold``; ``"by_group"``: with ``n_groups``, the
+    :data:`GROUP_NAMES` of the pairs at ``conf >= threshold`` whose arrival is in each group (``group``:
+    the arrival group's code, 0 … n_groups − 1), as (n_groups,) arrays (NaN, n = 0, for a group without
+    pairs); empty without groups.  Pairs in any order.
+
+    Examples
+    --------
+    >>> out = pair_statistics([100_000_000, -200_000_000, 300_000_000], [0.9, 0.4, 0.8], [0, 1, 0],
+    ...                       thresholds=[0.3, 0.5], tol=0.5, threshold=0.5, n_groups=2)
+    >>> out["sweep"]["n"].tolist(), out["by_group"]["n"].tolist(), out["by_group"]["mae"].round(3).tolist()
+    ([3, 2], [2, 0], [0.2, nan])
+    """
+    residual_ns = np.asarray(residual_ns, dtype=np.int64)
+    conf = np.asarray(conf, dtype=np.float64)
+    keep = conf >= threshold
+    out: dict[str, Any] = {"sweep": timing_sweep(residual_ns, conf, thresholds, tol=tol),
+                           "mode": residual_mode(residual_ns[keep]), "by_group": {}}
+    if not n_groups:
+        return out
+    codes, res = np.asarray(group)[keep], residual_ns[keep]
+    by_group = {name: np.full(n_groups, np.nan) for name in GROUP_NAMES}
+    by_group["n"] = np.zeros(n_groups, dtype=np.int64)
+    for g in np.unique(codes):
+        one = timing_stats(res[codes == g], tol=tol)
+        for name in GROUP_NAMES:
+            by_group[name][int(g)] = one[name]
+    out["by_group"] = by_group
+    return out
+
+
+def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple[int, int], n_thresholds: int,
+            n_groups: int, grouped: bool) -> dict[str, dict[str, np.ndarray]]:
+    """Each stream's :func:`pair_statistics` placed on (dataset, model, phase[, threshold | group]).
+
+    ``streams[(d, m, p)]``; ``shape`` = (datasets, models).  Where a stream has no pairs: NaN, n = 0 (and
+    a mode of 0 pairs).  ``by_group`` is empty unless ``grouped``.
+
+    Examples
+    --------
+    >>> one = pair_statistics([0, 0], [0.9, 0.9], [0, 0], thresholds=[0.5], tol=0.5, threshold=0.5, n_groups=0)
+    >>> out = lay_out({(0, 1, 0): one}, shape=(1, 2), n_thresholds=1, n_groups=0, grouped=False)
+    >>> out["sweep"]["n"][0, :, 0, 0].tolist(), out["mode"]["count"][0, :, 0].tolist()
+    ([0, 2], [0, 2])
+    """
+    nd, nm = shape
+    sweep = {name: np.full((nd, nm, 2, n_thresholds), np.nan) for name in TIMING_NAMES + QUANTILE_NAMES}
+    sweep["n"] = np.zeros((nd, nm, 2, n_thresholds), dtype=np.int64)
+    by_group: dict[str, np.ndarray] = {}
+    if grouped:
+        by_group = {name: np.full((nd, nm, 2, n_groups), np.nan) for name in GROUP_NAMES}
+        by_group["n"] = np.zeros((nd, nm, 2, n_groups), dtype=np.int64)
+    mode = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in ("n", "residual_ns", "count", "second")}
+    for (d, m, p), one in streams.items():
+        for name, values in one["sweep"].items():
+            sweep[name][d, m, p] = values
+        for name, values in one["by_group"].items():
+            by_group[name][d, m, p] = values
+        for name, value in one["mode"].items():
+            mode[name][d, m, p] = value
+    return {"sweep": sweep, "by_group": by_group, "mode": mode}

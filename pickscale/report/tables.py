@@ -178,9 +178,9 @@ def model_differences(ds: xr.Dataset) -> pd.DataFrame:
     """SPEC §12: for every pair of models of a dataset and phase, model_a − model_b on the same draws.
 
     One row per (dataset, phase, model_a, model_b) with model_a before model_b (code-point order), both
-    present: ``recall_diff`` (at the shared threshold) and ``recall_at_budget_diff``, each with its
-    percentile interval.  An interval that excludes 0 says model_a and model_b differ beyond what the
-    choice of stations explains.
+    present: ``recall_diff`` (at the shared threshold, its symmetric bootstrap-t interval) and
+    ``recall_at_budget_diff`` (its percentile interval).  An interval that excludes 0 says model_a and
+    model_b differ beyond what the choice of stations explains.
     """
     import xarray as xr
 

@@ -237,8 +237,13 @@ def assemble(
     *,
     options: Options,
     attrs: Mapping[str, Any] | None = None,
+    pairs: Any = None,
 ) -> xr.Dataset:
     """Lay every dataset's counts on shared coordinates and derive the metrics.
+
+    ``pairs``: the run's residual pairs already in the Dataset's form with their statistics
+    (:class:`pickscale.engine.pairs.PairColumns`: computed where the pairs are, possibly Dask arrays
+    left on the cluster); by default the pairs of ``per_dataset``, laid out here.
 
     Coordinates are sorted in code-point order.  Counts of a (dataset, model)
     or (dataset, station) that does not exist are 0, and the coverage
@@ -251,11 +256,16 @@ def assemble(
     stations = sorted({s for c in per_dataset.values() for s in c.stations})
     data, pair_parts = _lay_out([per_dataset[d] for d in datasets], models, stations, options)
     names = _order(options)
-    pairs = _canonical_pairs(pair_parts)
-    data.update({"pair_" + key: pairs[key] for key in ("dataset", "model", "phase", "station", "conf")})
-    data["residual"] = pairs["residual_ns"] / 1e9
-    if options.group_by is not None:  # SPEC §14
-        data["pair_group"] = pairs["group"]
+    statistics = None
+    if pairs is None:
+        laid = _canonical_pairs(pair_parts)
+        data.update({"pair_" + key: laid[key] for key in ("dataset", "model", "phase", "station", "conf")})
+        data["residual"] = laid["residual_ns"] / 1e9
+        if options.group_by is not None:  # SPEC §14
+            data["pair_group"] = laid["group"]
+    else:
+        data.update(pairs.data)
+        statistics = pairs.statistics
     coords = {
         "dataset": text(datasets),
         "model": text(models),
@@ -274,7 +284,7 @@ def assemble(
     ds = xr.Dataset({name: (VARIABLES[name].dims, data[name]) for name in names}, coords=coords)
     ds.attrs.update(dict(attrs or {}))
     ds.attrs["options"] = options.to_attrs()
-    return derive(ds, options=options, residual_ns=pairs["residual_ns"])
+    return derive(ds, options=options, statistics=statistics)
 
 
 def _lay_out(counts: list[DatasetCounts], models: list[str], stations: list[str],

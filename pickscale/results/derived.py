@@ -15,14 +15,15 @@ from ..metrics import calibration, curves, detection, timing
 from ..options import Options
 from .variables import describe, metric_name
 
-__all__ = ["derive", "edge_warnings"]
+__all__ = ["derive", "edge_warnings", "concentration_warnings", "pair_statistics_of"]
 
 
 def _ufunc(func, *args):
     return xr.apply_ufunc(func, *args)
 
 
-def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None = None) -> xr.Dataset:
+def derive(ds: xr.Dataset, *, options: Options,
+           statistics: dict[str, dict[str, np.ndarray]] | None = None) -> xr.Dataset:
     """Add every SPEC metric, derived from the counts in ``ds``.
 
     Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
@@ -35,6 +36,11 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
     denominator does not already say so (precision, calibration); recall, f1,
     the rates over n_reference, timing (no pairs) and the §7 readings are NaN
     there by their own definitions.
+
+    ``statistics``: the pairs' statistics (as :func:`pair_statistics_of` gives them) when computed
+    where the pairs are (the engine's); by default computed from ``ds``'s pairs.  Results of a run also
+    get a warning per model whose residuals are concentrated on one value (SPEC §5,
+    :func:`concentration_warnings`).
     """
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     present = ds.model_present
@@ -53,7 +59,8 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
         n_ref.sel(phase="P", drop=True), n_ref.sel(phase="S", drop=True),
     )
 
-    out.update(_timing(ds, options, residual_ns))
+    stats = statistics if statistics is not None else pair_statistics_of(ds, options)
+    out.update(_timing(stats["sweep"]))
 
     cal_n, cal_conf, cal_hits = (ds[k].sum("station") for k in ("cal_n", "cal_conf", "cal_hits"))
     bins = [["bin"]] * 3
@@ -79,7 +86,7 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
         out.update(_at_tols(ds, tot, n_ref, options, lb))
 
     if "matched_by_group" in ds:
-        out.update(_by_group(ds, options, residual_ns))
+        out.update(_by_group(ds, stats["by_group"]))
 
     derived = xr.Dataset(out)
     for name in derived.data_vars:
@@ -93,7 +100,8 @@ def derive(ds: xr.Dataset, *, options: Options, residual_ns: np.ndarray | None =
         # list the CLI prints and the store keeps.  Messages already there (the store's own, derived again on
         # opening or extending) are not said twice.
         said = list(ds.attrs["warnings"])
-        new = [w for w in edge_warnings(result, options) if w not in said]
+        found = edge_warnings(result, options) + concentration_warnings(result, stats["mode"])
+        new = [w for w in found if w not in said]
         if new:
             from ..errors import emit_warnings
 
@@ -182,6 +190,41 @@ def edge_warnings(ds: xr.Dataset, options: Options) -> list[str]:
     return messages
 
 
+def concentration_warnings(ds: xr.Dataset, mode: dict[str, np.ndarray]) -> list[str]:
+    """SPEC §5, "Concentrated residuals": one message per model whose residuals at the shared threshold sit
+    on one value somewhere (:func:`pickscale.metrics.timing.concentrated`), naming where, the value and
+    its share.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results (their coordinates name the datasets, models and phases).
+    mode : dict
+        The most common residual per (dataset, model, phase): ``n``, ``residual_ns``, ``count`` and
+        ``second`` arrays (:func:`pair_statistics_of`'s ``"mode"``).
+
+    Returns
+    -------
+    list of str
+        The messages, models in coordinate order.
+    """
+    datasets, models, phases = (list(map(str, ds[c].values)) for c in ("dataset", "model", "phase"))
+    messages = []
+    for m, model in enumerate(models):
+        where = []
+        for d, p in np.ndindex(len(datasets), len(phases)):
+            one = {name: int(values[d, m, p]) for name, values in mode.items()}
+            if timing.concentrated(one):
+                where.append(f"{datasets[d]} {phases[p]} ({one['count'] / one['n']:.0%} of {one['n']} at "
+                             f"{one['residual_ns'] / 1e9:+.3f} s)")
+        if where:
+            messages.append(f"{model}: residuals concentrated on one value at the shared threshold in "
+                            f"{', '.join(where)}: its pick times and the reference's meet on a grid (labels at a "
+                            "fixed offset into windows, picks on a coarse time step), so medae, bias, p10/p90 "
+                            "and within_0.1 read that grid rather than the picker's timing (SPEC §5).")
+    return messages
+
+
 def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, options: Options,
              lb) -> dict[str, xr.DataArray]:
     """SPEC §13: recall and precision at the shared threshold for each tolerance of ``tols``, over all stations."""
@@ -191,60 +234,49 @@ def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, 
             lb("precision_lb_at_tol"): _ufunc(detection.precision, matched_l, emitted, n_ref)}
 
 
-def _timing(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) -> dict[str, xr.DataArray]:
-    nd, nm, nt = ds.sizes["dataset"], ds.sizes["model"], ds.sizes["threshold"]
-    if residual_ns is None:
-        residual_ns = np.round(ds.residual.values * 1e9).astype(np.int64)
-    names = timing.TIMING_NAMES + timing.QUANTILE_NAMES
-    stats = {name: np.full((nd, nm, 2, nt), np.nan) for name in names}
-    stats["n"] = np.zeros((nd, nm, 2, nt), dtype=np.int64)
-    key = (ds.pair_dataset.values.astype(np.int64) * nm + ds.pair_model.values) * 2 + ds.pair_phase.values
-    conf = ds.pair_conf.values
-    # Pairs are sorted by (dataset, model, phase, …): each group is one contiguous run.
+def pair_statistics_of(ds: xr.Dataset, options: Options) -> dict[str, dict[str, np.ndarray]]:
+    """SPEC §5 and §14 statistics of the pairs ``ds`` holds, per stream (dataset, model, phase).
+
+    What the engine computes on the cluster (:mod:`pickscale.engine.pairs`), here from a Dataset's own
+    pairs (a stored or extended one), as :func:`pickscale.metrics.timing.lay_out` gives them: the sweep
+    (dataset, model, phase, threshold), the most common residual at the shared threshold and, with
+    groups, the statistics per group at the shared threshold (dataset, model, phase, group).
+    """
+    nm = ds.sizes["model"]
+    grouped = "pair_group" in ds  # SPEC §14
+    ng = ds.sizes.get("group", 0) if grouped else 0
+    residual_ns = np.round(np.asarray(ds.residual.values) * 1e9).astype(np.int64)
+    key = (np.asarray(ds.pair_dataset.values).astype(np.int64) * nm + ds.pair_model.values) * 2 + ds.pair_phase.values
+    conf = np.asarray(ds.pair_conf.values)
+    group = np.asarray(ds.pair_group.values) if grouped else np.zeros(key.size, np.int32)
+    # Pairs are sorted by (dataset, model, phase, …): each stream is one contiguous run.
     bounds = np.flatnonzero(np.diff(key)) + 1
+    streams = {}
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
         if hi <= lo:
             continue
         g = int(key[lo])
-        d, m, p = g // (nm * 2), (g // 2) % nm, g % 2
-        sweep = timing.timing_sweep(residual_ns[lo:hi], conf[lo:hi], options.grid, tol=options.tol)
-        for name in names:
-            stats[name][d, m, p] = sweep[name]
+        streams[(g // (nm * 2), (g // 2) % nm, g % 2)] = timing.pair_statistics(
+            residual_ns[lo:hi], conf[lo:hi], group[lo:hi], thresholds=options.grid, tol=options.tol,
+            threshold=options.threshold, n_groups=ng)
+    return timing.lay_out(streams, shape=(ds.sizes["dataset"], nm), n_thresholds=ds.sizes["threshold"],
+                          n_groups=ng, grouped=grouped)
+
+
+def _timing(sweep: dict[str, np.ndarray]) -> dict[str, xr.DataArray]:
     dims = ("dataset", "model", "phase", "threshold")
-    return {name: xr.DataArray(values, dims=dims) for name, values in stats.items()}
+    return {name: xr.DataArray(values, dims=dims) for name, values in sweep.items()}
 
 
-def _by_group(ds: xr.Dataset, options: Options, residual_ns: np.ndarray | None) -> dict[str, xr.DataArray]:
+def _by_group(ds: xr.Dataset, by_group: dict[str, np.ndarray]) -> dict[str, xr.DataArray]:
     """SPEC §14: recall per group of arrivals, and the §5 statistics over each group's pairs, at the shared threshold.
 
     No precision per group: emitted picks have no group.
     """
-    from .variables import GROUP_TIMING
-
     out = {"recall_by_group": _ufunc(detection.recall, ds.matched_by_group.sum("station"),
                                      ds.n_reference_by_group.sum("station"))}
-    nd, nm, ng = ds.sizes["dataset"], ds.sizes["model"], ds.sizes["group"]
-    if residual_ns is None:
-        residual_ns = np.round(ds.residual.values * 1e9).astype(np.int64)
-    stats = {name: np.full((nd, nm, 2, ng), np.nan) for name in GROUP_TIMING}
-    stats["n"] = np.zeros((nd, nm, 2, ng), dtype=np.int64)
-    keep = ds.pair_conf.values >= options.threshold
-    key = ((ds.pair_dataset.values.astype(np.int64) * nm + ds.pair_model.values) * 2
-           + ds.pair_phase.values) * ng + ds.pair_group.values
-    key, res = key[keep], residual_ns[keep]
-    order = np.argsort(key, kind="stable")
-    key, res = key[order], res[order]
-    bounds = np.flatnonzero(np.diff(key)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
-        if hi <= lo:
-            continue
-        k = int(key[lo])
-        d, m, p, g = k // (nm * 2 * ng), (k // (2 * ng)) % nm, (k // ng) % 2, k % ng
-        one = timing.timing_stats(res[lo:hi], tol=options.tol)
-        for name in GROUP_TIMING:
-            stats[name][d, m, p, g] = one[name]
     dims = ("dataset", "model", "phase", "group")
-    out.update({f"{name}_by_group": xr.DataArray(values, dims=dims) for name, values in stats.items()})
+    out.update({f"{name}_by_group": xr.DataArray(values, dims=dims) for name, values in by_group.items()})
     return out
 
 

@@ -61,7 +61,7 @@ from .codec import sanitise
 from .locks import reserved
 from .manifest import MANIFEST
 from .publish import save
-from .read import open_results
+from .read import open_results, read_lazily
 from .schema import SCHEMA_VERSION, is_pickscale_store, read_root_attrs
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "MANIFEST",
     "save",
     "open_results",
+    "read_lazily",
     "cleanup_stale",
     "reserved",
     "sanitise",

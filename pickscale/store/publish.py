@@ -31,6 +31,7 @@ from .locks import HELD, acquire_lock, confirm_held, release_lock
 from .manifest import write_manifest
 from .paths import PathLike, check_parent, check_replaceable, describe, fsync_dir, local_store_path, sibling
 from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
+from .writing import write_dataset
 
 __all__ = ["save"]
 
@@ -160,7 +161,7 @@ def _claim(path: pathlib.Path, target: pathlib.Path) -> None:
 def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.Path) -> None:
     """Write ``clean`` to ``tmp``, mark it complete and consolidate; clean up on failure."""
     try:
-        clean.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False)
+        write_dataset(clean, tmp)  # (Dask-backed variables a chunk range at a time)
         group = zarr.open_group(tmp, mode="r+", zarr_format=3)
         group.attrs.update({COMPLETE: True, SCHEMA: SCHEMA_VERSION})
         with warnings.catch_warnings():

@@ -29,7 +29,7 @@ from .manifest import MANIFEST, check_manifest
 from .paths import PathLike, describe, local_store_path, siblings
 from .schema import check_pickscale_attrs, read_root_meta, root_attrs
 
-__all__ = ["open_results"]
+__all__ = ["open_results", "read_lazily"]
 
 #: How many times :func:`open_results` reads a store that is replaced while being read.
 _READ_ATTEMPTS = 5
@@ -204,3 +204,40 @@ def _read_files(store: pathlib.Path) -> dict[str, bytes]:
             if rel != "zarr.json":
                 out[rel] = path.read_bytes()
     return out
+
+
+def read_lazily(ds: xr.Dataset, path: PathLike, *, version: str | None = None,
+                storage_options: dict[str, Any] | None = None) -> xr.Dataset:
+    """``ds`` with each Dask-backed variable replaced by the same variable of the store just saved from it, lazily.
+
+    The residual pairs of a run on a cluster stay there (:mod:`pickscale.engine.pairs`) until the store
+    is written; once the cluster is let go, the tables and figures read what they need of them from the
+    store, a chunk at a time.  Meant for the writer of the store (which holds its lock, so nothing
+    replaces it meanwhile): no manifest check, as :func:`open_results` makes.  ``ds`` unchanged when
+    nothing in it is Dask-backed.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, dask.array as da, xarray as xr
+    >>> from pickscale.store import save
+    >>> ds = xr.Dataset({"x": ("pair", da.arange(4, chunks=2)), "y": ("phase", [1, 2])})
+    >>> target = save(ds, pathlib.Path(tempfile.mkdtemp()) / "results.zarr")
+    >>> back = read_lazily(ds, target)
+    >>> back.x.values.tolist(), back.y is ds.y or back.y.values.tolist()
+    ([0, 1, 2, 3], [1, 2])
+    """
+    lazy = [name for name in ds.data_vars if type(ds[name].data).__module__.startswith("dask.")]
+    if not lazy:
+        return ds
+    from .remote import is_remote
+
+    if is_remote(path):
+        from .remote import open_lazily
+
+        if version is None:
+            raise StoreError(f"results store {path}: read_lazily needs the version just saved")
+        stored = open_lazily(os.fspath(path), version=version, storage_options=storage_options)
+    else:
+        stored = xr.open_zarr(local_store_path(path, what="results store"), consolidated=True, zarr_format=3,
+                              chunks={})
+    return ds.assign({name: stored[name].variable for name in lazy})

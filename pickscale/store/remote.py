@@ -239,6 +239,7 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
 
     from .codec import sanitise
     from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION, VERSION
+    from .writing import write_dataset
 
     url = check_remote(url)
     clean = sanitise(ds)
@@ -251,7 +252,7 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
         clean.attrs[VERSION] = __version__
     session = writer.session
     try:
-        clean.to_zarr(session.store, mode="w", zarr_format=3, consolidated=False)
+        write_dataset(clean, session.store)  # (Dask-backed variables a chunk range at a time)
         zarr.open_group(session.store, mode="r+", zarr_format=3).attrs.update({COMPLETE: True, SCHEMA: SCHEMA_VERSION})
         version = session.commit(message or f"pickscale {clean.attrs.get(VERSION)}: results saved")
     except icechunk.ConflictError:
@@ -270,6 +271,18 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
 def open_remote(url: str, *, version: str | None = None, storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """The results of the remote store at ``url`` (its latest version, or ``version``), loaded and checked."""
     return open_remote_version(url, version=version, storage_options=storage_options)[0]
+
+
+def open_lazily(url: str, *, version: str, storage_options: dict[str, Any] | None = None) -> xr.Dataset:
+    """Version ``version`` of the remote store at ``url``, opened lazily (chunks read when used), unchecked.
+
+    For the writer of that version (:func:`pickscale.store.read.read_lazily`); readers use :func:`open_remote`.
+    """
+    repo = _open_repo(check_remote(url), create=False, options=_options(storage_options))
+    if repo is None:
+        raise StoreError(f"no results store at {url}: no Icechunk repository there.")
+    session = repo.readonly_session(snapshot_id=version)
+    return xr.open_zarr(session.store, consolidated=False, zarr_format=3, chunks={})
 
 
 def open_remote_version(url: str, *, version: str | None = None,

@@ -151,7 +151,10 @@ def test_killed_extend_leaves_the_old_store_intact(delay, inputs, tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while not (out / ".results.zarr.lock").exists() and proc.poll() is None and time.monotonic() < deadline:
+        # The lock with its owner's record in it (a kill between the file's creation and its record leaves an
+        # empty lock, which the next run leaves alone for its grace period: another host may be writing it).
+        lock = out / ".results.zarr.lock"
+        while not (lock.exists() and lock.stat().st_size > 0) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         if delay:
             time.sleep(delay)

@@ -324,7 +324,10 @@ def test_command_killed_mid_run(sig, when, previous, big, small, run_a, run_b, c
     proc = start_score(big, out, "--overwrite", env=env)
     try:
         # The run has started (it holds the store's lock) ...
-        wait_for(lambda: (out / ".results.zarr.lock").exists(), proc, 90, "the run reserved its target")
+        # (The lock with its owner's record: a SIGKILL between the file's creation and its record leaves an
+        # empty lock, left alone for its grace period, as an empty lease is.)
+        lock = out / ".results.zarr.lock"
+        wait_for(lambda: lock.exists() and lock.stat().st_size > 0, proc, 90, "the run reserved its target")
         if when == "computing":  # ... and a worker reads the inputs (and waits there until the signal)
             wait_for(reading.exists, proc, 300, "a worker read the inputs")
         elif when == "saving":  # ... and it writes its temporary store

@@ -1,0 +1,252 @@
+"""The residual pairs (SPEC §5, §14) kept on the cluster: grouped, put in canonical order and timed there.
+
+The reduction's top pieces (:func:`~pickscale.engine.graph.reduce_stage`) hold every residual pair of the
+run, grouped by station.  The client never gathers them (issue 22: they were what grew first on the
+client, ~170–200 bytes a pair once joined, ordered and laid out).  Instead:
+
+1. each piece is split on its worker by **stream** -- a (dataset, model, phase) of the results'
+   coordinates -- into columns with the results' global station index (:func:`split_piece`);
+2. one task per stream takes its share of every piece, puts the pairs in the store's canonical order
+   (station, residual, conf, arrival group) and computes the stream's SPEC §5 statistics at every
+   threshold and, with ``group_by``, per arrival group at the shared threshold (:func:`stream_of`,
+   :func:`pickscale.metrics.timing.pair_statistics`).  The statistics are those of the same sorted
+   residuals as before, so every number is bit for bit the same: the float sums of §5 (MAE, RMSE,
+   std) are summed over one sorted array, which is why a stream, not a piece, is the unit;
+3. the client receives the statistics (per stream: the grid's thresholds × the statistics) and the
+   number of pairs of each stream; the pairs stay on the workers as one Dask array per variable, in
+   stream order -- the store's canonical (dataset, model, phase, station, residual, conf, group) order,
+   whatever the partitioning -- which :func:`pickscale.store.save` writes a chunk range at a time.
+
+A stream's pairs are held by one worker (about 100 bytes a pair while sorting): the largest
+(dataset, model, phase) bounds a worker's memory here, not the run.  On Dask's local scheduler (no
+cluster) the same functions run in this process and the pairs are NumPy arrays.
+
+This module is imported by workers: numpy and the kernel only.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..kernel import Partial, StationStack
+from ..metrics.timing import lay_out, pair_statistics
+from ..options import Options
+
+__all__ = ["Codes", "PairColumns", "codes_of", "pair_columns", "split_piece", "stream_of", "without_pairs"]
+
+#: A stream's columns, as the store holds them (the stream itself gives dataset, model and phase).
+_COLUMNS = {"station": np.int32, "residual_ns": np.int64, "conf": np.float64, "group": np.int32}
+
+
+@dataclass(frozen=True)
+class Codes:
+    """Where a piece's codes go on the results' coordinates (all sorted by name, as :func:`assemble` lays them).
+
+    ``dataset[d]``: the index of scope dataset ``d``; ``models[d][m]``: the index of its model ``m``;
+    ``station[k]``: the index of work-plan station key ``k``; ``n_models``: the results' model count.
+    """
+
+    dataset: np.ndarray
+    models: dict[int, np.ndarray]
+    station: np.ndarray
+    n_models: int
+
+    def stream(self, d: int, m: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The stream code ``(dataset · n_models + model) · 2 + phase`` of pairs of scope dataset ``d``."""
+        return (int(self.dataset[d]) * self.n_models + self.models[d][m].astype(np.int64)) * 2 + p
+
+
+def codes_of(datasets: list[str], models: dict[str, list[str]], station_names: np.ndarray) -> Codes:
+    """The :class:`Codes` of a run: its scope's datasets and models, the work plan's station names by key."""
+    all_models = sorted({m for ms in models.values() for m in ms})
+    m_index = {m: i for i, m in enumerate(all_models)}
+    d_index = {name: i for i, name in enumerate(sorted(datasets))}
+    names = np.asarray(station_names, dtype=object)
+    ordered = np.array(sorted(set(names.tolist())), dtype=object)
+    station = np.searchsorted(ordered, names).astype(np.int32) if names.size else np.zeros(0, np.int32)
+    return Codes(dataset=np.array([d_index[name] for name in datasets], dtype=np.int64),
+                 models={d: np.array([m_index[m] for m in models[name]], dtype=np.int64)
+                         for d, name in enumerate(datasets)},
+                 station=station, n_models=len(all_models))
+
+
+@dataclass
+class PairColumns:
+    """The run's pairs as the Dataset holds them, and the statistics computed from them.
+
+    ``data``: ``pair_dataset, pair_model, pair_phase, pair_station, residual, pair_conf`` (and
+    ``pair_group`` with ``group_by``), NumPy or Dask arrays; ``statistics``: SPEC §5 and §14 as
+    :func:`pickscale.metrics.timing.lay_out` gives them.
+    """
+
+    data: dict[str, Any]
+    statistics: dict[str, dict[str, np.ndarray]]
+
+
+def split_piece(piece: Partial, codes: Codes) -> dict[int, dict[str, np.ndarray]]:
+    """A piece's pairs by stream code: the columns of :data:`_COLUMNS` (in the piece's order)."""
+    parts: dict[int, list[dict[str, np.ndarray]]] = {}
+    for d, stack in piece.stacks.items():
+        pairs = stack.pairs
+        if not stack.pair_key.size:
+            continue
+        stream = codes.stream(d, pairs["pair_model"], pairs["pair_phase"].astype(np.int64))
+        order = np.argsort(stream, kind="stable")
+        stream = stream[order]
+        columns = {"station": codes.station[stack.pair_key[order]].astype(np.int32),
+                   "residual_ns": pairs["pair_residual_ns"][order], "conf": pairs["pair_conf"][order],
+                   "group": pairs.get("pair_group", np.zeros(order.size, np.int32))[order].astype(np.int32)}
+        cuts = np.flatnonzero(np.diff(stream)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, stream.size]):
+            parts.setdefault(int(stream[lo]), []).append({k: v[lo:hi] for k, v in columns.items()})
+    return {s: {k: np.concatenate([p[k] for p in ps]) for k in _COLUMNS} for s, ps in parts.items()}
+
+
+def stream_of(*shares: dict[str, np.ndarray] | None, options: Options) -> tuple[dict[str, np.ndarray], Any]:
+    """One stream's pairs in canonical order, and their statistics (:func:`pair_statistics`)."""
+    have = [s for s in shares if s is not None]
+    cat = {k: np.concatenate([s[k] for s in have]).astype(t, copy=False) for k, t in _COLUMNS.items()}
+    # The store's order within a stream: (station, residual, conf, group); equal rows are equal.
+    order = np.lexsort((cat["group"], cat["conf"], cat["residual_ns"], cat["station"]))
+    columns = {k: v[order] for k, v in cat.items()}
+    del cat
+    stats = pair_statistics(columns["residual_ns"], columns["conf"], columns["group"], thresholds=options.grid,
+                            tol=options.tol, threshold=options.threshold, n_groups=options.n_groups)
+    return columns, stats
+
+
+def without_pairs(piece: Partial) -> Partial:
+    """``piece`` with its pairs left out (they are handled by :func:`pair_columns`); the rest shared."""
+    def bare(s: StationStack) -> StationStack:
+        return StationStack(keys=s.keys, fields=s.fields, pair_key=s.pair_key[:0],
+                            pairs={n: v[:0] for n, v in s.pairs.items()}, bin_key=s.bin_key, binned=s.binned,
+                            n_time_bins=s.n_time_bins)
+
+    return Partial(stacks={d: bare(s) for d, s in piece.stacks.items()}, fine=piece.fine)
+
+
+def pair_columns(tops: list[Any], codes: Codes, client: Any, *, options: Options, n_datasets: int) -> PairColumns:
+    """The run's pairs and their statistics from the reduction's top pieces (objects, or futures on a cluster).
+
+    On a cluster whose client Dask computes with (the default client, or any within ``with
+    client.as_current():``) the pairs stay there: the returned arrays are Dask arrays of the stream tasks'
+    results.  With another client they are brought to this process (NumPy arrays), stream by stream.
+    """
+    if client is None or not _is_current(client):
+        # (A client Dask would not compute with: the pairs are split there and brought here.)
+        splits = ([split_piece(t, codes) for t in tops] if client is None else
+                  client.gather([client.submit(split_piece, t, codes, pure=False, retries=3) for t in tops]))
+        streams = sorted({s for split in splits for s in split})
+        done = {s: stream_of(*(split.get(s) for split in splits), options=options) for s in streams}
+        del splits
+        sizes = {s: done[s][0]["station"].size for s in streams}
+        stats = {s: done[s][1] for s in streams}
+        columns: dict[str, list[Any]] = {k: [done[s][0][k] for s in streams] for k in _COLUMNS}
+        del done
+        join: Any = np.concatenate
+    else:
+        import dask.array as da
+
+        columns, sizes, stats = _on_cluster(tops, codes, client, options)
+        streams = sorted(sizes)
+        join = da.concatenate
+    data = _variables(columns, streams, sizes, codes, options, join)
+    return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, codes.n_models, options))
+
+
+def _is_current(client: Any) -> bool:
+    """Whether Dask computes with ``client`` (the default client, or one made current): only then can the
+    Dataset's arrays be left on its cluster and still be read as any Dask array is."""
+    from distributed import Client
+
+    try:
+        return Client.current(allow_global=True) is client
+    except ValueError:
+        return False
+
+
+def _on_cluster(tops: list[Any], codes: Codes, client: Any, options: Options) -> tuple[dict[str, list[Any]],
+                                                                                        dict[int, int], dict]:
+    splits = [client.submit(split_piece, t, codes, pure=False, retries=3) for t in tops]
+    present = client.gather([client.submit(sorted, s, pure=False) for s in splits])
+    streams = sorted({s for one in present for s in one})
+    tasks = {}
+    for s in streams:
+        shares = [client.submit(dict.get, split, s, pure=False) for split in splits]
+        tasks[s] = client.submit(stream_of, *shares, options=options, pure=False, retries=3)
+    del splits  # the stream tasks hold their shares; each share is freed once its stream is done
+    stats = dict(zip(streams, client.gather([client.submit(operator.itemgetter(1), tasks[s], pure=False)
+                                             for s in streams])))
+    sizes = dict(zip(streams, client.gather([client.submit(_size, tasks[s], pure=False) for s in streams])))
+    columns: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
+    for s in streams:
+        for k, t in _COLUMNS.items():
+            for start in range(0, sizes[s], CHUNK_ROWS):
+                stop = min(start + CHUNK_ROWS, sizes[s])
+                rows = client.submit(_rows, tasks[s], k, start, stop, pure=False)
+                columns[k].append(_remote_array(rows, stop - start, t))
+    return columns, sizes, stats
+
+
+#: Rows of one stream's column per Dask chunk (what a slice of the Dataset's pairs fetches at least).
+CHUNK_ROWS = 2**20
+
+
+def _remote_array(future: Any, n: int, dtype: Any) -> Any:
+    """A Dask array of one chunk, the result of ``future``: computed by the client that holds it (the default
+    one, or any other within ``with client.as_current():``), never copied here until computed."""
+    import dask.array as da
+
+    return da.from_delayed(future, shape=(n,), dtype=dtype)
+
+
+def _size(done: tuple[dict[str, np.ndarray], Any]) -> int:
+    return int(done[0]["station"].size)
+
+
+def _rows(done: tuple[dict[str, np.ndarray], Any], name: str, start: int, stop: int) -> np.ndarray:
+    return done[0][name][start:stop]
+
+
+def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[int, int], codes: Codes,
+               options: Options, join: Any) -> dict[str, Any]:
+    """The Dataset's pair variables, stream after stream (the stream gives dataset, model and phase)."""
+    if join is np.concatenate:
+        constant: Any = np.full
+    else:  # on the cluster: generated chunk by chunk where computed, never held whole here
+        import dask.array as da
+
+        def constant(n: int, value: int, dtype: Any) -> Any:
+            return da.full(n, value, dtype=dtype, chunks=CHUNK_ROWS)
+
+    def full(value: Any, dtype: Any) -> list[Any]:
+        return [constant(sizes[s], value(s), dtype=dtype) for s in streams]
+
+    nm = codes.n_models
+    empty = {k: np.zeros(0, t) for k, t in _COLUMNS.items()}
+
+    def cat(parts: list[Any], dtype: Any) -> Any:
+        return join(parts) if parts else np.zeros(0, dtype)
+
+    data = {
+        "pair_dataset": cat(full(lambda s: s // (2 * nm), np.int32), np.int32),
+        "pair_model": cat(full(lambda s: (s // 2) % nm, np.int32), np.int32),
+        "pair_phase": cat(full(lambda s: s % 2, np.int8), np.int8),
+        "pair_station": cat(columns["station"], np.int32),
+        # Seconds, converted once from the integer nanoseconds (SPEC §5).
+        "residual": cat(columns["residual_ns"], np.int64) / 1e9 if streams else empty["residual_ns"] / 1e9,
+        "pair_conf": cat(columns["conf"], np.float64),
+    }
+    if options.group_by is not None:  # SPEC §14
+        data["pair_group"] = cat(columns["group"], np.int32)
+    return data
+
+
+def _laid_out(stats: dict[int, Any], nd: int, nm: int, options: Options) -> dict[str, dict[str, np.ndarray]]:
+    """Each stream's statistics placed on the results' (dataset, model, phase[, threshold | group])."""
+    return lay_out({(s // (2 * nm), (s // 2) % nm, s % 2): one for s, one in stats.items()}, shape=(nd, nm),
+                   n_thresholds=options.grid.size, n_groups=options.n_groups, grouped=options.group_by is not None)
