@@ -196,13 +196,14 @@ def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pla
     part_of = ref_codes["part"].to_numpy(np.int64)
     order = np.argsort(part_of, kind="stable")
     bounds = np.searchsorted(part_of[order], np.arange(plan.n_parts + 1))
+    del part_of
+    # Each column put in partition order once; a partition's arrivals are views of it (one copy in all).
+    dtypes = {"unit": np.int64, "phase": np.int8, "time": np.int64, "group": np.int32}  # group: SPEC §14
+    columns = {name: ref_codes[name].to_numpy(dtype)[order] for name, dtype in dtypes.items() if name in ref_codes}
+    del order
     tasks = []
     for i in range(plan.n_parts):
-        mine = ref_codes.iloc[order[bounds[i]:bounds[i + 1]]]
-        arrivals = {"unit": mine["unit"].to_numpy(np.int64), "phase": mine["phase"].to_numpy(np.int8),
-                    "time": mine["time"].to_numpy(np.int64)}
-        if "group" in mine:  # SPEC §14: each arrival's group code
-            arrivals["group"] = mine["group"].to_numpy(np.int32)
+        arrivals = {name: values[bounds[i]:bounds[i + 1]] for name, values in columns.items()}
         tasks.append(delayed(score_partition)(arrivals, shared_plan, options, *[p[i] for p in pieces]))
     return tasks
 

@@ -65,7 +65,8 @@ def _rows_of(frame: pd.DataFrame, dataset: str) -> tuple[list[str], np.ndarray, 
     On the columns' own codes (the normalised reference holds its text as categoricals): a row costs a few
     integers here, never a Python string (5·10^6 arrivals made 1.3 GB of strings at the client's peak).
     """
-    rows = frame[np.asarray(frame["dataset"] == dataset)]
+    mask = np.asarray(frame["dataset"] == dataset)
+    rows = frame if mask.all() else frame[mask]  # (one dataset: its rows, not a copy of them)
     column = rows["station"]
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes, categories = column.cat.codes.to_numpy(np.int64), column.cat.categories

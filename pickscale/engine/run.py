@@ -271,11 +271,11 @@ def score(
     # A unit too large for a worker (a station with no quiet gap) stops here, with a message, not a dead worker.
     check_units(plan, options, client=client, pick_parts=pick_parts)
     shared_plan = delayed(plan, pure=True)  # one copy in the graph, not one per task
-    ref_codes = plan.encode_reference(scope.reference, group=group_codes)
-    del group_codes
     # What pickscale.extend checks an extension against, decided now: then the client lets the reference go
     # (its arrivals travel to the workers with the exchange), and holds nothing per arrival while scoring.
     extent = facts_of(scope, pick_summary, station_key=station_key)
+    ref_codes = plan.encode_reference(scope.reference, group=group_codes)
+    del group_codes
     scope.reference = scope.reference.iloc[:0]
 
     # 4. Exchange (picks move to their work partition) and score; partials combined on the workers.

@@ -99,11 +99,15 @@ class UnitPlan:
         SPEC §14) adds a ``group`` column.
         """
         rows, skey = _station_rows(self.stations, reference)
-        time_ns = reference["time"].to_numpy(np.int64)[rows]
+        # The scope's reference is at scored stations only: every row, taken as it is (no copies per arrival).
+        every = rows.size == len(reference)
+        time_ns = reference["time"].to_numpy(np.int64) if every else reference["time"].to_numpy(np.int64)[rows]
         unit = self.units_of(skey, time_ns)
+        del skey
         p_codes, p_names = text_codes(reference["phase"])
         phase_of = np.array([_PHASE_CODE.get(str(p), -1) for p in p_names], dtype=np.int8)
-        phase = phase_of[p_codes[rows]]
+        phase = phase_of[p_codes if every else p_codes[rows]]
+        del p_codes
         if (phase < 0).any():
             raise ValueError("encode_reference: a phase other than P or S")
         codes = pd.DataFrame({
@@ -113,7 +117,7 @@ class UnitPlan:
             "time": time_ns,
         })
         if group is not None:
-            codes["group"] = np.asarray(group, dtype=np.int32)[rows]
+            codes["group"] = np.asarray(group, dtype=np.int32) if every else np.asarray(group, dtype=np.int32)[rows]
         return codes
 
 
@@ -134,6 +138,7 @@ def _station_rows(stations: pd.DataFrame, reference: pd.DataFrame) -> tuple[np.n
     order = np.argsort(table)
     table, skeys = table[order], known[order].astype(np.int64)  # the skey is the row of ``stations``
     pair = d_codes * ns + s_codes
+    del d_codes, s_codes
     if table.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     space = max(len(d_names), 1) * ns

@@ -223,6 +223,8 @@ def scope_from_summary(
     report["unpicked"], lines = _unpicked(plan, rc, distinct, group, scored, pick_summary, residual_tol_ns)
     if coverage is None:
         warnings += lines
+    # The per-arrival codes go before the scored rows are copied out (the client's peak, issue 22).
+    del rc, group, distinct, dup, considered, at_station, in_span
     return Scope(
         reference=ref.loc[scored].reset_index(drop=True),
         picks=pick_summary.iloc[:0],

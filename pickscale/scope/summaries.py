@@ -8,6 +8,8 @@ on integer codes; strings are handled only for the distinct values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -54,49 +56,68 @@ def _groups(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, inverse.reshape(-1)
 
 
-def _duplicate_rows(group: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
+def _duplicate_rows(group: np.ndarray | Callable[[np.ndarray | None], np.ndarray],
+                    time_ns: np.ndarray) -> np.ndarray:
     """Per row: an earlier row has the same ``group`` (an integer key) and time (``duplicated(keep="first")``).
 
     One integer hash of (time, group) — wrapping int64 arithmetic — finds the
     candidate rows (every true duplicate and its first occurrence, plus rare
-    collisions); the exact test then runs on those few rows only.
+    collisions); the exact test then runs on those few rows only.  ``group``
+    may be a function of the rows wanted (None: every row), so that the keys
+    are not held beside the hash and its order (one array per arrival less at
+    the client's peak).
     """
-    n = group.size
+    key_of = group if callable(group) else (lambda rows: group if rows is None else group[rows])
+    n = time_ns.size
     dup = np.zeros(n, dtype=bool)
     if n < 2:
         return dup
     with np.errstate(over="ignore"):
-        h = time_ns.astype(np.int64) * np.int64(1_000_003) + group.astype(np.int64)
+        h = time_ns.astype(np.int64, copy=False) * np.int64(1_000_003)
+        h += key_of(None).astype(np.int64, copy=False)  # (in place: one array per arrival, not three)
     order = np.argsort(h)
-    same = h[order[1:]] == h[order[:-1]]
+    h = h[order]  # sorted once: neighbours compared without two more copies
+    same = h[1:] == h[:-1]
+    del h
     if not same.any():
         return dup
     both = np.zeros(n, dtype=bool)  # in sorted order: a row equal to its neighbour on either side
     both[1:] |= same
     both[:-1] |= same
     cand = np.sort(order[both])  # back in row order: "first" is the first row
-    pairs = pd.DataFrame({"g": group[cand], "t": time_ns[cand]}, copy=False)
+    pairs = pd.DataFrame({"g": key_of(cand), "t": time_ns[cand]}, copy=False)
     dup[cand] = pairs.duplicated(keep="first").to_numpy()
     return dup
+
+
+def _int32(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes as int32 (a column has far fewer than 2^31 distinct values), with their names."""
+    return codes.astype(np.int32), names
 
 
 class ReferenceCodes:
     """The reference as integer codes: dataset, station, phase per row, and time; summaries on those codes."""
 
     def __init__(self, ref: pd.DataFrame) -> None:
-        self.d, self.d_names = text_codes(ref["dataset"])
-        self.s, self.s_names = text_codes(ref["station"])
-        self.p, self.p_names = text_codes(ref["phase"])
+        # int32 codes: three per arrival is what the client holds while the scope is decided (issue 22).
+        self.d, self.d_names = _int32(*text_codes(ref["dataset"]))
+        self.s, self.s_names = _int32(*text_codes(ref["station"]))
+        self.p, self.p_names = _int32(*text_codes(ref["phase"]))
         self.time = ref["time"].to_numpy(np.int64)
         self.nd, self.ns = max(len(self.d_names), 1), max(len(self.s_names), 1)
-        self.ds = self.d * self.ns + self.s  # one integer per (dataset, station)
+        self.ds = self.d.astype(np.int64) * self.ns + self.s  # one integer per (dataset, station)
         self._d_of: dict[str, int] | None = None
         self._s_of: dict[str, int] | None = None
 
     def duplicates(self) -> np.ndarray:
         """Per row: a repeat of an earlier (dataset, station, phase, time)."""
-        group = self.ds * max(len(self.p_names), 1) + self.p
-        return _duplicate_rows(group, self.time)
+        k = max(len(self.p_names), 1)
+
+        def key_of(rows: np.ndarray | None) -> np.ndarray:
+            return self.ds * k + self.p if rows is None else self.ds[rows] * k + self.p[rows]
+
+        return _duplicate_rows(key_of, self.time)
+
 
     def summary(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
         """:func:`summarise_reference` of the ``rows`` (a mask), on codes.
