@@ -227,7 +227,6 @@ def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[in
         return [constant(sizes[s], value(s), dtype=dtype) for s in streams]
 
     nm = codes.n_models
-    empty = {k: np.zeros(0, t) for k, t in _COLUMNS.items()}
 
     def cat(parts: list[Any], dtype: Any) -> Any:
         return join(parts) if parts else np.zeros(0, dtype)
@@ -238,7 +237,7 @@ def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[in
         "pair_phase": cat(full(lambda s: s % 2, np.int8), np.int8),
         "pair_station": cat(columns["station"], np.int32),
         # Seconds, converted once from the integer nanoseconds (SPEC §5).
-        "residual": cat(columns["residual_ns"], np.int64) / 1e9 if streams else empty["residual_ns"] / 1e9,
+        "residual": cat(columns["residual_ns"], np.int64) / 1e9,
         "pair_conf": cat(columns["conf"], np.float64),
     }
     if options.group_by is not None:  # SPEC §14

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..kernel.combine import LAID_OUT
+from ..metrics.timing import GROUP_NAMES
 from ..options import Options
 
 if TYPE_CHECKING:
@@ -242,8 +243,7 @@ TOLERANCED: tuple[str, ...] = ("matched_at_tol", "recall_at_tol", "precision_lb_
 #: Groups of arrivals (SPEC §14): what belongs to an arrival, per group; only in results scored with ``group_by``.
 #: Picks emitted (and extra picks) have no group: there is no precision per group.
 _DMPG = ("dataset", "model", "phase", "group")
-_GROUP_TIMING = ("n", "mae", "rmse", "medae", "bias", "mean", "std", "gross_error_rate", "within_0.1",
-                 "within_0.25", "within_0.5")
+_GROUP_TIMING = GROUP_NAMES  # the statistics per group of arrivals: declared with the kernel
 GROUPED_VARIABLES: dict[str, Variable] = {
     "n_reference_by_group": Variable(("dataset", "phase", "group", "station"), "reference arrivals per group",
              "1", "Scored reference arrivals per station, phase and group of the arrival (SPEC §14)."),
