@@ -61,7 +61,7 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__modu
 """
 
 
-def _code_of(commit: str, root: Path) -> Path:
+def code_of(commit: str, root: Path) -> Path:
     """The ``pickscale`` package of ``commit``, unpacked under ``root`` (to put on PYTHONPATH)."""
     target = root / commit
     if not (target / "pickscale").exists():
@@ -113,7 +113,7 @@ def main() -> None:
     rows = []
     work = Path(tempfile.mkdtemp(prefix="pickscale-client-memory-"))
     try:
-        old = _code_of(args.before, work / "code") if args.before else None
+        old = code_of(args.before, work / "code") if args.before else None
         for arrivals in (float(a) for a in args.arrivals.split(",")):
             cat = _catalogue(arrivals)
             manifest = json.loads((cat / "manifest.json").read_text())

@@ -106,7 +106,7 @@ def _role(proc: psutil.Process, root_pid: int) -> str:
 
 
 def run_measured(cmd: list[str], *, timeout: float, stop_worker_bytes: float = 0, cwd: str | None = None,
-                 interval: float = 0.2, quiet_wait: float = 0) -> dict:
+                 interval: float = 0.2, quiet_wait: float = 0, env: dict[str, str] | None = None) -> dict:
     """Run ``cmd``; return wall time, exit status, stdout, and peak memory (per role, per worker, total).
 
     With ``quiet_wait``, first wait (up to that many seconds) for other jobs to leave the cores alone.
@@ -116,7 +116,7 @@ def run_measured(cmd: list[str], *, timeout: float, stop_worker_bytes: float = 0
     busy0 = _busy_cpu()
     ru0 = _reaped_cpu()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, text=True,
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, text=True, env=env,
                             start_new_session=True)
     cpu_seen: dict[int, float] = {}
     root = psutil.Process(proc.pid)

@@ -1,9 +1,20 @@
 """pickscale: score seismic phase pickers against bulletin arrivals, at catalogue scale.
 
 >>> import pickscale
->>> ds = pickscale.score("reference.csv", "picks.csv")      # doctest: +SKIP
->>> pickscale.save(ds, "run/results.zarr")                   # doctest: +SKIP
->>> pickscale.tables(pickscale.open_results("run/results.zarr"))["detection"]  # doctest: +SKIP
+>>> from pickscale.demo import write_inputs
+>>> reference, picks = write_inputs(tmp)  # the demo's reference.csv and picks.csv; tmp: a temporary folder
+>>> ds = pickscale.score(reference, picks, progress=False)
+>>> pickscale.save(ds, tmp / "results.zarr").name
+'results.zarr'
+>>> detection = pickscale.tables(pickscale.open_results(tmp / "results.zarr"))["detection"]
+>>> detection.loc[detection.phase == "P", ["dataset", "model", "recall", "precision_lb"]].round(2)
+             dataset    model  recall  precision_lb
+0  aftershocks_north     late    0.83          0.73
+1  aftershocks_north  liberal    0.95          0.29
+2  aftershocks_north    sharp    0.83          0.68
+6  aftershocks_south     late    0.86          0.79
+7  aftershocks_south  liberal    0.98          0.27
+8  aftershocks_south    sharp    0.86          0.74
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Study files: a scoring run described in TOML (read with ``tomllib``, data only).
 
 Keys: ``reference``, ``picks``, ``out`` (paths relative to the file),
-``threshold``, ``tol``, ``residual_tol``, ``thresholds``, ``budget``, ``tols``, ``time_bin``,
+``threshold`` (a number, or one per phase: ``threshold = {P = 0.5, S = 0.3}``), ``tol``,
+``residual_tol``, ``thresholds``, ``budget``, ``tols``, ``time_bin``,
 ``exhaustive``, ``drop_invalid``, ``overwrite``, ``workers``, ``scheduler``,
 ``scheduler_file`` (a path, relative to the file), ``block_picks``,
 ``coverage`` (a path, relative to the file, in ``[inputs]`` or at the top),
-``group_by`` and ``stations`` (SPEC §14; a path, relative to the file), ``storage_options`` (a table,
-given to fsspec for inputs on object storage: ``storage_options = {endpoint_url = "http://…"}`` or a
-``[storage_options]`` table).
+``group_by`` and ``stations`` (SPEC §14; a path, relative to the file), ``select_on`` (SPEC §16),
+``storage_options`` (a table, given to fsspec for inputs on object storage:
+``storage_options = {endpoint_url = "http://…"}`` or a ``[storage_options]`` table).
 Options may also sit in an ``[options]`` table and the cluster keys in a
 ``[cluster]`` table.  An unknown key is an error, so a typo never silently
 falls back to a default.

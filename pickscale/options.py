@@ -8,7 +8,7 @@ integer nanoseconds (for the kernel, which compares times as int64).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,30 +16,33 @@ import numpy as np
 
 from .errors import OptionsError
 
-__all__ = ["Options", "default_grid", "fine_grid", "PHASES", "N_BINS", "MAX_TOL_S", "MAX_BUDGET", "MAX_THRESHOLDS"]
+__all__ = ["Options", "SharedThreshold", "PhaseThresholds", "default_grid", "fine_grid", "PHASES", "N_BINS",
+           "MAX_TOL_S", "MAX_BUDGET", "MAX_THRESHOLDS"]
 
 #: The two first-arrival phases scored, in the order of the ``phase`` dimension.
 PHASES: tuple[str, str] = ("P", "S")
 #: Number of equal-width calibration bins (SPEC §6).
 N_BINS = 10
+#: The shared threshold as :class:`Options` holds it (SPEC §2): one value for both phases, or ``{"P": …, "S": …}``.
+SharedThreshold = float | Mapping[str, float]
 
 
-def default_grid(threshold: float = 0.3) -> np.ndarray:
+def default_grid(threshold: float | Sequence[float] = 0.3) -> np.ndarray:
     """The default sweep grid of SPEC §2.
 
-    ``round(0.02 * k, 3)`` for k = 1…47, plus the shared ``threshold`` when it is
-    not already on the grid, sorted ascending.
+    ``round(0.02 * k, 3)`` for k = 1…47, plus the shared ``threshold`` (or each
+    phase's, a sequence) when it is not already on the grid, sorted ascending.
 
     Examples
     --------
     >>> g = default_grid(0.3)
     >>> float(g[0]), float(g[-1]), len(g)
     (0.02, 0.94, 47)
-    >>> len(default_grid(0.25))
-    48
+    >>> len(default_grid(0.25)), len(default_grid((0.25, 0.35)))
+    (48, 49)
     """
     grid = {round(0.02 * k, 3) for k in range(1, 48)}
-    grid.add(float(threshold))
+    grid.update(float(t) for t in (threshold if isinstance(threshold, Sequence) else (threshold,)))
     return np.array(sorted(grid), dtype=np.float64)
 
 
@@ -76,7 +79,10 @@ class Options:
     Parameters
     ----------
     threshold
-        The shared threshold at which tables are read (default 0.3).
+        The shared threshold at which tables are read (default 0.3): one value for
+        both phases, or one per phase, ``{"P": 0.5, "S": 0.3}`` (SPEC §2; the rows
+        of a phase are read at its own, :meth:`threshold_of`).  Two equal values
+        are one value.
     tol
         Detection tolerance in seconds (inclusive), default 0.5; in
         ``[0, 1e6]`` (``tol = 0``: exact-time matches only).
@@ -118,7 +124,7 @@ class Options:
     (250000000, 0.02, 981)
     """
 
-    threshold: float = 0.3
+    threshold: SharedThreshold = 0.3
     tol: float = 0.5
     residual_tol: float = 2.0
     thresholds: Sequence[float] | None = None
@@ -137,9 +143,8 @@ class Options:
     group_labels: tuple[str, ...] | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
-        threshold = _finite("threshold", self.threshold)
-        if not 0.0 <= threshold <= 1.0:
-            raise OptionsError(f"threshold must lie in [0, 1]; got {threshold!r}.", options=("threshold",))
+        threshold = _checked_threshold(self.threshold)
+        per_phase = _per_phase(threshold)
         tol = _finite("tol", self.tol)
         rtol = _finite("residual_tol", self.residual_tol)
         if tol < 0:
@@ -157,9 +162,9 @@ class Options:
                 options=("residual_tol", "tol"),
             )
         if self.thresholds is None:
-            grid = default_grid(threshold)
+            grid = default_grid(per_phase)
         else:
-            grid = _checked_grid(self.thresholds, threshold)
+            grid = _checked_grid(self.thresholds, per_phase)
         budget = _checked_budget(self.budget)
         object.__setattr__(self, "threshold", threshold)
         object.__setattr__(self, "tol", tol)
@@ -223,9 +228,55 @@ class Options:
         return _seconds_to_ns(self.residual_tol)
 
     @property
+    def per_phase(self) -> bool:
+        """Whether P and S are read at different shared thresholds (SPEC §2)."""
+        return isinstance(self.threshold, Mapping)
+
+    @property
+    def phase_thresholds(self) -> tuple[float, float]:
+        """The shared threshold of each phase, in :data:`PHASES` order (P, S).
+
+        Examples
+        --------
+        >>> Options().phase_thresholds, Options(threshold={"P": 0.5, "S": 0.3}).phase_thresholds
+        ((0.3, 0.3), (0.5, 0.3))
+        """
+        return _per_phase(self.threshold)
+
+    def threshold_of(self, phase: str | int) -> float:
+        """The shared threshold of ``phase`` (``"P"``/``"S"``, or its code 0/1): where its rows are read.
+
+        Examples
+        --------
+        >>> o = Options(threshold={"P": 0.5, "S": 0.3})
+        >>> o.threshold_of("P"), o.threshold_of(1)
+        (0.5, 0.3)
+        """
+        return self.phase_thresholds[phase if isinstance(phase, int) else PHASES.index(phase)]
+
+    @property
+    def threshold_indices(self) -> np.ndarray:
+        """Position of each phase's shared threshold on the grid (int64, P then S)."""
+        return np.array([int(np.flatnonzero(self.grid == t)[0]) for t in self.phase_thresholds], dtype=np.int64)
+
+    @property
     def threshold_index(self) -> int:
-        """Position of the shared threshold on the grid."""
+        """Position of the shared threshold on the grid (one for both phases; see :attr:`threshold_indices`)."""
+        if self.per_phase:
+            raise ValueError("the phases have their own shared thresholds: use threshold_indices / threshold_of")
         return int(np.flatnonzero(self.grid == self.threshold)[0])
+
+    def at_shared(self, obj: Any, *, drop: bool = False) -> Any:
+        """An xarray object with ``threshold`` and ``phase`` dims read at the shared threshold: each phase at
+        its own where they differ (the ``threshold`` coordinate then runs along ``phase``); ``drop``: without
+        the ``threshold`` coordinate."""
+        if not self.per_phase:
+            return obj.sel(threshold=self.threshold, drop=drop)
+        import xarray as xr
+
+        at = xr.DataArray(list(self.phase_thresholds), dims="phase", coords={"phase": list(PHASES)})
+        out = obj.sel(threshold=at)
+        return out.drop_vars("threshold") if drop else out
 
     def with_bin_edges(self, edges: np.ndarray | None) -> Options:
         """A copy carrying the run's time-bin edges (int64 ns) for the kernel.
@@ -261,7 +312,7 @@ class Options:
     def to_attrs(self) -> dict[str, Any]:
         """Plain-JSON description, stored in the results' attributes."""
         out: dict[str, Any] = {
-            "threshold": self.threshold,
+            "threshold": dict(self.threshold) if isinstance(self.threshold, Mapping) else self.threshold,
             "tol": self.tol,
             "residual_tol": self.residual_tol,
             "thresholds": [float(x) for x in self.grid],
@@ -359,6 +410,74 @@ def _checked_tols(values: Any, residual_tol: float) -> tuple[float, ...]:
     return tuple(tols)
 
 
+def _checked_threshold(value: Any) -> float | PhaseThresholds:
+    """SPEC §2: one shared threshold in [0, 1], or one per phase (a mapping with exactly the keys P and S).
+
+    Two equal values are one value: every output is then that of the single threshold.
+
+    Examples
+    --------
+    >>> _checked_threshold(0.3), _checked_threshold({"S": 0.3, "P": 0.5}), _checked_threshold({"P": 0.3, "S": 0.3})
+    (0.3, {'P': 0.5, 'S': 0.3}, 0.3)
+    >>> _checked_threshold({"P": 0.5, "X": 0.3})
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: threshold names an unknown phase 'X': give one per phase, P and S ...
+    """
+    if not isinstance(value, Mapping):
+        threshold = _finite("threshold", value)
+        if not 0.0 <= threshold <= 1.0:
+            raise OptionsError(f"threshold must lie in [0, 1]; got {threshold!r}.", options=("threshold",))
+        return threshold
+    how = "give one per phase, P and S (P=0.5,S=0.3), or one value for both"
+    unknown = [k for k in value if k not in PHASES]
+    if unknown:
+        raise OptionsError(f"threshold names an unknown phase {str(unknown[0])!r}: {how}.", options=("threshold",))
+    out = {}
+    for phase in (p for p in PHASES if p in value):  # the values given first, then what is missing
+        try:
+            one = _finite(f"threshold {phase}", value[phase])
+        except OptionsError as exc:  # named as the option it is: --threshold on the command line
+            raise OptionsError(str(exc), options=("threshold",)) from None
+        if not 0.0 <= one <= 1.0:
+            raise OptionsError(f"threshold {phase} must lie in [0, 1]; got {one!r}.", options=("threshold",))
+        out[phase] = one
+    missing = [p for p in PHASES if p not in value]
+    if missing:
+        raise OptionsError(f"threshold gives no value for {missing[0]}: {how}.", options=("threshold",))
+    return out["P"] if out["P"] == out["S"] else PhaseThresholds(out)
+
+
+class PhaseThresholds(dict):
+    """``{"P": θ_P, "S": θ_S}`` as :class:`Options` holds it: a plain dict to read (and to JSON), but read-only
+    and hashable, as the frozen :class:`Options` is.
+
+    Examples
+    --------
+    >>> t = PhaseThresholds({"P": 0.5, "S": 0.3})
+    >>> t == {"P": 0.5, "S": 0.3}, hash(t) == hash(PhaseThresholds({"P": 0.5, "S": 0.3}))
+    (True, True)
+    """
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (to Dask workers) as the dict it is built from
+        return (PhaseThresholds, (dict(self),))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the per-phase thresholds of Options are read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+
+def _per_phase(threshold: float | Mapping[str, float]) -> tuple[float, float]:
+    """A checked threshold as one value per phase, in :data:`PHASES` order."""
+    if isinstance(threshold, Mapping):
+        return (float(threshold["P"]), float(threshold["S"]))
+    return (float(threshold), float(threshold))
+
+
 def _finite(name: str, value: Any) -> float:
     try:
         out = float(value)
@@ -374,7 +493,7 @@ def _finite(name: str, value: Any) -> float:
 MAX_THRESHOLDS = 10_000
 
 
-def _checked_grid(values: Sequence[float], threshold: float) -> np.ndarray:
+def _checked_grid(values: Sequence[float], thresholds: tuple[float, ...]) -> np.ndarray:
     try:
         n = len(values)
     except TypeError:
@@ -402,7 +521,8 @@ def _checked_grid(values: Sequence[float], threshold: float) -> np.ndarray:
             f"{[float(v) for v in grid[:10]]}{' …' if grid.size > 10 else ''}.",
             options=("thresholds",),
         )
-    if threshold not in set(grid.tolist()):
-        # SPEC §2: the shared threshold joins the grid (it may become the floor).
-        grid = np.sort(np.append(grid, threshold))
+    missing = sorted(set(thresholds) - set(grid.tolist()))
+    if missing:
+        # SPEC §2: the shared threshold (each phase's) joins the grid (it may become the floor).
+        grid = np.sort(np.append(grid, missing))
     return grid

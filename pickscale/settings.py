@@ -81,7 +81,7 @@ SETTINGS: dict[str, Setting] = _declare(
     Setting("out", "output", (str,), None),
     Setting("overwrite", "output", (bool,), None),
     # The scoring options (SPEC §2–§14).
-    Setting("threshold", "options", (float,), "store", scoring=True),
+    Setting("threshold", "options", (float, dict), "store", scoring=True),  # a table {P = 0.5, S = 0.3}: per phase
     Setting("tol", "options", (float,), "store", scoring=True),
     Setting("residual_tol", "options", (float,), "store", scoring=True),
     Setting("thresholds", "options", (list,), "store", scoring=True),
@@ -91,6 +91,8 @@ SETTINGS: dict[str, Setting] = _declare(
     Setting("tols", "options", (list,), "store", scoring=True),
     Setting("group_by", "options", (str,), "store", scoring=True),
     Setting("ci", "options", (float,), None),  # intervals are drawn after scoring (pickscale.bootstrap)
+    # SPEC §16: two more runs on parts of the inputs; a store scored with it is not extended.
+    Setting("select_on", "options", (str,), "refused"),
     # Where and how the work runs: never a number.
     Setting("workers", "cluster", (int,), None),
     Setting("scheduler", "cluster", (str,), None),

@@ -17,7 +17,7 @@ from pickscale.options import Options
 from pickscale.settings import SETTINGS, extension_treatment, scoring_names, study_tables
 
 # Flags of `pickscale score` that are not settings of a study: how the command prints and draws.
-_PRESENTATION = {"command", "config", "format", "no_figures", "quiet"}
+_PRESENTATION = {"command", "config", "format", "no_figures", "quiet", "verbose"}
 # A flag spelled otherwise than its setting: repeated, one KEY=VALUE each.
 _FLAG_OF = {"storage_option": "storage_options"}
 

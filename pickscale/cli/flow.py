@@ -89,7 +89,7 @@ class Closing(list):
 
 
 def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any], fmt: str, figures: bool,
-             quiet: bool, also: Sequence[str] = (), extend: bool = False) -> Any:
+             quiet: bool, also: Sequence[str] = (), extend: bool = False, verbose: bool = False) -> Any:
     """Run ``produce(closing)`` under the store's lock in ``out_dir`` and write what it returns; return it.
 
     ``produce`` scores and returns the Dataset; it may append threads to ``closing`` (a cluster shutting
@@ -104,7 +104,7 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
         from .remote import run_into_remote  # (its own module: the flow for a bucket)
 
         return run_into_remote(out_dir, overwrite=overwrite, produce=produce, fmt=fmt, figures=figures,
-                                quiet=quiet, also=also, extend=extend)
+                                quiet=quiet, also=also, extend=extend, verbose=verbose)
     if extend:
         check_extendable(out_dir / "results.zarr")
         created: list[Path] = []
@@ -134,7 +134,8 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
                 said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
                 for line in said:
                     print(f"warning: {line}", file=sys.stderr)
-                write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet, stage=stage)
+                write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet, stage=stage,
+                              verbose=verbose)
             if not quiet:
                 print(f"results store: {out_dir / 'results.zarr'}")
         finished = True
@@ -168,7 +169,7 @@ class _Silent:
 
 
 def write_outputs(ds: Any, out_dir: Path, store: Path | None, *, fmt: str, figures: bool, quiet: bool,
-                  stage: Any = None) -> None:
+                  stage: Any = None, verbose: bool = False) -> None:
     """The tables and figures of ``ds`` in ``out_dir``; a full disk or a read-only folder is a StoreError.
 
     ``stage``: the progress display's stage that counts the tables and each figure; without one (``pickscale
@@ -176,9 +177,10 @@ def write_outputs(ds: Any, out_dir: Path, store: Path | None, *, fmt: str, figur
     """
     if stage is None:
         with _writing(quiet, "writing (tables and figures)", total=1) as own:
-            return write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet, stage=own)
+            return write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet, stage=own,
+                                 verbose=verbose)
     try:
-        write_report(ds, out_dir, fmt=fmt, figures=figures, quiet=quiet, store=store, stage=stage)
+        write_report(ds, out_dir, fmt=fmt, figures=figures, quiet=quiet, store=store, stage=stage, verbose=verbose)
     except BrokenPipeError:  # stdout closed by its reader (`| head`): not the folder's fault
         raise
     except OSError as exc:

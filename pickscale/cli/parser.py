@@ -37,6 +37,37 @@ def _budgets(text: str) -> int | list[int]:
     return values[0] if len(values) == 1 else values
 
 
+def _threshold(text: str) -> float | dict[str, float]:
+    """``--threshold 0.3`` (both phases) or ``--threshold P=0.5,S=0.3`` (one per phase, SPEC §2).
+
+    The phases and the range are checked by :class:`pickscale.options.Options` (a usage error naming the flag).
+
+    Examples
+    --------
+    >>> _threshold("0.25"), _threshold("P=0.5, S=0.3")
+    (0.25, {'P': 0.5, 'S': 0.3})
+    """
+    if "=" not in text:
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number in [0, 1], or one per phase as P=0.5,S=0.3; "
+                                             f"got {text!r}") from None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        phase, _, value = (s.strip() for s in part.partition("="))
+        if not phase or "=" not in part:
+            raise argparse.ArgumentTypeError(f"expected PHASE=VALUE pairs separated by commas, as P=0.5,S=0.3; "
+                                             f"got {text!r}")
+        if phase in out:
+            raise argparse.ArgumentTypeError(f"{phase} is given twice in {text!r}")
+        try:
+            out[phase] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number after {phase}=, got {value!r}") from None
+    return out
+
+
 def _add_ci(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ci", type=float, nargs="?", const=0.95, default=None, metavar="LEVEL",
                    help="bootstrap intervals over stations (1,000 draws, seed 0) at LEVEL (default 0.95): "
@@ -44,8 +75,8 @@ def _add_ci(p: argparse.ArgumentParser) -> None:
 
 
 def _add_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threshold", type=float, default=None,
-                   help="shared threshold the tables are read at (default 0.3)")
+    p.add_argument("--threshold", type=_threshold, default=None, metavar="θ|P=θ,S=θ",
+                   help="shared threshold the tables are read at (default 0.3); one per phase as P=0.5,S=0.3")
     p.add_argument("--tol", type=float, default=None, help="detection tolerance in seconds (default 0.5)")
     p.add_argument("--residual-tol", type=float, default=None,
                    help="residual matching tolerance in seconds (default 2.0)")
@@ -88,7 +119,9 @@ _OVERWRITE_HELP = ("replace an existing results store and pickscale's own files 
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure format (default png)")
     p.add_argument("--no-figures", action="store_true", help="write the tables only")
-    p.add_argument("--quiet", action="store_true", help="print no tables")
+    p.add_argument("--quiet", action="store_true", help="print no verdict and no tables")
+    p.add_argument("--verbose", action="store_true",
+                   help="print the summary tables before the verdict (they are always in the CSV files)")
     p.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    help="an fsspec storage option for inputs and outputs on object storage (repeat it): "
                         "endpoint_url=http://host:9000, key=…, secret=…, anon=true, "
@@ -119,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stations", default=None, metavar="FILE",
                    help="station attributes (CSV/Parquet: station, optional dataset, then columns such as "
                         "instrument or site_class) that --group-by may name")
+    s.add_argument("--select-on", default=None, metavar="before:DATE|stations:FRACTION[:SEED]",
+                   help="out-of-sample choice (SPEC §16): choose the best threshold and the matched budget on the "
+                        "arrivals and picks before DATE (or on a seeded FRACTION of each dataset's stations) and "
+                        "report recall, precision and f1 there on the rest: *_oos columns in detection.csv")
     _add_options(s)
 
     d = sub.add_parser("demo", help="score a synthetic catalogue with known properties")

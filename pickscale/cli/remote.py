@@ -18,7 +18,7 @@ __all__ = ["run_into_remote", "check_remote_outputs", "write_remote_outputs", "r
 
 
 def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[Closing], Any], fmt: str,
-                     figures: bool, quiet: bool, also: Sequence[str], extend: bool) -> Any:
+                     figures: bool, quiet: bool, also: Sequence[str], extend: bool, verbose: bool = False) -> Any:
     """:func:`run_into` for ``--out URL``: the store is an Icechunk repository at ``URL/results.zarr``.
 
     The writer starts (and the store is checked) before any work; the store is saved as one commit, which
@@ -46,7 +46,8 @@ def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[Cl
                 said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
                 for line in said:
                     print(f"warning: {line}", file=sys.stderr)
-                write_remote_outputs(ds, out, version, fmt=fmt, figures=figures, quiet=quiet, stage=stage)
+                write_remote_outputs(ds, out, version, fmt=fmt, figures=figures, quiet=quiet, stage=stage,
+                                     verbose=verbose)
                 stage.update()  # uploaded
             if not quiet:
                 print(f"results store: {url} (version {version})")
@@ -86,7 +87,7 @@ def check_remote_outputs(out: str, overwrite: bool) -> None:
 
 
 def write_remote_outputs(ds: Any, out: str, version: str, *, fmt: str, figures: bool, quiet: bool,
-                         stage: Any = None) -> None:
+                         stage: Any = None, verbose: bool = False) -> None:
     """The tables and figures of ``ds`` in the bucket folder ``out``, beside its store, and the outputs record.
 
     Written in a local temporary folder first (as for a local --out), then uploaded: the record
@@ -130,12 +131,16 @@ def write_remote_outputs(ds: Any, out: str, version: str, *, fmt: str, figures: 
                          f"store {out}/results.zarr (version {version}) is complete; write them again with "
                          f"`pickscale report {out}/results.zarr`.") from None
     if not quiet:
-        print_tables(tables(ds), bool(ds.attrs["options"]["exhaustive"]))
+        if verbose:
+            print_tables(tables(ds), bool(ds.attrs["options"]["exhaustive"]))
         print(f"\nwrote {len(new)} table(s) and figure(s) to {out}")
+        from ..report.verdict import print_verdict
+
+        print_verdict(ds)
 
 
 def report_remote(store: Any, out: Any, *, ci: Callable[[Any], Any], overwrite: bool, fmt: str, figures: bool,
-                  quiet: bool) -> None:
+                  quiet: bool, verbose: bool = False) -> None:
     """``pickscale report`` when the store or ``--out`` is on object storage (:class:`RemoteFolder`)."""
     from ..report.outputs import check_outputs, cleanup_output_temporaries
     from ..store import open_results
@@ -150,10 +155,11 @@ def report_remote(store: Any, out: Any, *, ci: Callable[[Any], Any], overwrite: 
         out = store.parent if isinstance(store, RemoteFolder) else Path(store).resolve().parent
     if isinstance(out, RemoteFolder):
         check_remote_outputs(out, overwrite)
-        write_remote_outputs(ds, out, version or os.fspath(store), fmt=fmt, figures=figures, quiet=quiet)
+        write_remote_outputs(ds, out, version or os.fspath(store), fmt=fmt, figures=figures, quiet=quiet,
+                             verbose=verbose)
         return
     if os.path.lexists(out) and not Path(out).is_dir():
         raise StoreError(f"--out {out} is a file, not a folder.")
     cleanup_output_temporaries(Path(out))
     check_outputs(Path(out), overwrite)
-    write_outputs(ds, Path(out), None, fmt=fmt, figures=figures, quiet=quiet)
+    write_outputs(ds, Path(out), None, fmt=fmt, figures=figures, quiet=quiet, verbose=verbose)

@@ -36,10 +36,12 @@ class Study:
     workers: int | None = None
     block_picks: int | None = None
     ci: float | None = None  # --ci LEVEL: bootstrap intervals (SPEC §12)
+    select_on: str | None = None  # --select-on: out-of-sample choice (SPEC §16)
 
     def score_keywords(self) -> dict[str, Any]:
         """The keywords of :func:`pickscale.score` besides the inputs and the client."""
-        return {"block_picks": self.block_picks, **self.reading, **self.options}
+        chosen = {"select_on": self.select_on} if self.select_on is not None else {}
+        return {"block_picks": self.block_picks, **self.reading, **self.options, **chosen}
 
 
 def scoring_options(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any]:
@@ -153,6 +155,15 @@ def _names_a_file(source: Any) -> bool:
     return False
 
 
+def _select_on(value: Any) -> str | None:
+    """``--select-on`` (or the study file's ``select_on``) checked before any work (SPEC §16); None without it."""
+    if value is None:
+        return None
+    from ..engine.selection import parse_select_on
+
+    return parse_select_on(value).text
+
+
 def storage_of(args: Any, config: dict[str, Any]) -> dict[str, Any]:
     """``storage_options`` of the reading: the study file's, under the ``--storage-option`` flags."""
     from ..io.storage import parse_storage_options
@@ -197,6 +208,7 @@ def study_of(args: argparse.Namespace) -> Study:
         **where_to_run(args, config, base),
         block_picks=whole_number(_flag(args, config, "block_picks"), "--block-picks"),
         ci=ci_level(_flag(args, config, "ci")),
+        select_on=_select_on(_flag(args, config, "select_on")),
     )
     # Fail on a bad option or a missing input before anything is created or a cluster is started.
     Options(**study.options)

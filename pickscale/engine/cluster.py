@@ -162,8 +162,15 @@ def local_cluster(
 
     Examples
     --------
+    Not run as a doctest: it starts a worker process (a second or more, and a process that could outlive a
+    failed example), and the quick test path (``-m "not cluster"``) starts none; the ``cluster`` tests of
+    ``tests/test_security.py`` run it.
+
     >>> client = local_cluster(1)  # doctest: +SKIP
-    >>> client.close()  # doctest: +SKIP
+    >>> client.submit(sum, [1, 2]).result()  # doctest: +SKIP
+    3
+    >>> cluster = client.cluster  # doctest: +SKIP
+    >>> client.close(); cluster.close()  # the Client does not close a cluster it was given  # doctest: +SKIP
     """
     from distributed import Client, LocalCluster
 
@@ -225,10 +232,15 @@ def configured_scheduler() -> SchedulerTarget | None:
     Examples
     --------
     >>> import dask
-    >>> with dask.config.set({"scheduler-address": "tcp://10.0.0.1:8786"}):
+    >>> from unittest import mock
+    >>> unset = {"DASK_SCHEDULER_ADDRESS": "", "DASK_SCHEDULER_FILE": ""}  # whatever this shell sets
+    >>> with mock.patch.dict(os.environ, unset), dask.config.set({"scheduler-address": "tcp://10.0.0.1:8786"}):
     ...     target = configured_scheduler()
-    >>> target.address, target.source  # doctest: +SKIP
+    >>> target.address, target.source
     ('tcp://10.0.0.1:8786', "Dask's configuration (scheduler-address)")
+    >>> with mock.patch.dict(os.environ, {"DASK_SCHEDULER_ADDRESS": "tcp://10.0.0.2:8786"}):
+    ...     configured_scheduler().source  # the environment wins
+    'DASK_SCHEDULER_ADDRESS'
     """
     for key, env, field in (("scheduler-address", "DASK_SCHEDULER_ADDRESS", "address"),
                             ("scheduler-file", "DASK_SCHEDULER_FILE", "scheduler_file")):

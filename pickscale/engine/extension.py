@@ -17,6 +17,7 @@ the same dataset and span.
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 from collections.abc import Sequence
@@ -26,8 +27,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StoreError
+from ..options import Options
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
 from .extent import arrival_spans, capturing, facts_of, reference_digest
+from .pairs import PairColumns, is_current, streams_of
 from .run import score
 
 if TYPE_CHECKING:
@@ -199,10 +202,15 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     }
     attrs["extensions"] = [*stored.attrs.get("extensions", []), entry]
     attrs["warnings"] = [*stored.attrs.get("warnings", []), *entry["warnings"]]
-    merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs)
+    # The pairs are merged and timed a stream at a time where the run's were (on its cluster, when Dask
+    # computes with its client: the merged pairs then stay there until saved), not on this process.
+    client = arguments.get("client")
+    merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
+                           streams=functools.partial(_streams, client=client if client is not None
+                                                     and is_current(client) else None,
+                                                     options=Options.from_attrs(stored.attrs["options"])))
     # A best threshold on the edge (SPEC §7) is a reading of the merged counts: the new part's own edges, scored
     # alone, are not the store's; the extension says the merged ones (what its summary prints).
-    from ..options import Options
     from ..results.derived import edge_warnings
 
     options = Options.from_attrs(merged.attrs["options"])
@@ -217,6 +225,20 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
 
     # The intervals are a reading of the merged counts (SPEC §12): drawn again, as one run with --ci draws them.
     return bootstrap(merged, level=level, draws=draws, seed=seed)
+
+
+def _streams(shares: dict[int, list[Any]], n_datasets: int, n_models: int, *, client: Any,
+             options: Options) -> PairColumns:
+    """The merged streams' pairs and statistics (:func:`~pickscale.engine.pairs.streams_of`), the shares
+    sent to the cluster first when there is one."""
+    if client is not None:
+        # One future per share (a dict given to scatter would be scattered value by value, keyed by its keys).
+        flat = [(s, i, side) for s, sides in shares.items() for i, side in enumerate(sides) if side is not None]
+        for (s, i, _), future in zip(flat, client.scatter([side for _, _, side in flat], hash=False)):
+            shares[s][i] = future
+        del flat
+    return streams_of(shares, client, options=options, n_datasets=n_datasets,
+                      n_models=n_models)
 
 
 def store_path(path: Any) -> pathlib.Path:
@@ -293,10 +315,14 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, ci:
     (['m', 'n'], 1)
     """
     from ..store import open_results, reserved, save
+    from ..store.consistency import check_pairs
 
     target = store_path(store)
     with reserved(target):
-        stored = open_results(target)
+        # Every pair is merged: read whole and checked; the stored timing readings, which the merged pairs give
+        # again, are not compared with them (SPEC §15).
+        stored = open_results(target).load()
+        check_pairs(target, stored)
         ds = extended(stored, reference, picks, replace=replace, ci=ci, **keywords)
         save(ds, target, overwrite=True)
     return ds

@@ -102,6 +102,10 @@ def check_keywords(stored_attrs: dict[str, Any], keywords: dict[str, Any]) -> di
         raise OptionsError("a store scored with a coverage cannot be extended, and an extension cannot bring one "
                            "(the common coverage is decided over all the models of one run, SPEC §2): score all "
                            "the inputs together with `pickscale score --coverage`.", options=("coverage",))
+    if keywords.get("select_on") is not None or stored_attrs.get("select_on"):
+        raise OptionsError("a store scored with select_on cannot be extended, and an extension cannot bring it "
+                           "(its parts are cut from all the inputs of one run, SPEC §16): score all the inputs "
+                           "together with `pickscale score --select-on`.", options=("select_on",))
     if keywords.get("stations") is not None:
         raise OptionsError("stations serves group_by alone (SPEC §14), and a store with groups of arrivals is not "
                            "extended: leave stations out, or score all the inputs again.", options=("stations",))

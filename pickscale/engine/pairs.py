@@ -36,7 +36,8 @@ from ..kernel import Partial, StationStack
 from ..metrics.timing import lay_out, pair_statistics
 from ..options import Options
 
-__all__ = ["Codes", "PairColumns", "codes_of", "pair_columns", "split_piece", "stream_of", "without_pairs"]
+__all__ = ["Codes", "PairColumns", "codes_of", "pair_columns", "split_piece", "stream_of", "streams_of",
+           "is_current", "without_pairs"]
 
 #: A stream's columns, as the store holds them (the stream itself gives dataset, model and phase).
 _COLUMNS = {"station": np.int32, "residual_ns": np.int64, "conf": np.float64, "group": np.int32}
@@ -106,8 +107,10 @@ def split_piece(piece: Partial, codes: Codes) -> dict[int, dict[str, np.ndarray]
     return {s: {k: np.concatenate([p[k] for p in ps]) for k in _COLUMNS} for s, ps in parts.items()}
 
 
-def stream_of(*shares: dict[str, np.ndarray] | None, options: Options) -> tuple[dict[str, np.ndarray], Any]:
-    """One stream's pairs in canonical order, and their statistics (:func:`pair_statistics`)."""
+def stream_of(*shares: dict[str, np.ndarray] | None, options: Options,
+              phase: int) -> tuple[dict[str, np.ndarray], Any]:
+    """One stream's pairs in canonical order, and their statistics (:func:`pair_statistics`; ``phase``: the
+    stream's phase code, whose shared threshold they are read at)."""
     have = [s for s in shares if s is not None]
     cat = {k: np.concatenate([s[k] for s in have]).astype(t, copy=False) for k, t in _COLUMNS.items()}
     # The store's order within a stream: (station, residual, conf, group); equal rows are equal.
@@ -115,7 +118,7 @@ def stream_of(*shares: dict[str, np.ndarray] | None, options: Options) -> tuple[
     columns = {k: v[order] for k, v in cat.items()}
     del cat
     stats = pair_statistics(columns["residual_ns"], columns["conf"], columns["group"], thresholds=options.grid,
-                            tol=options.tol, threshold=options.threshold, n_groups=options.n_groups)
+                            tol=options.tol, threshold=options.threshold_of(phase), n_groups=options.n_groups)
     return columns, stats
 
 
@@ -136,13 +139,34 @@ def pair_columns(tops: list[Any], codes: Codes, client: Any, *, options: Options
     client.as_current():``) the pairs stay there: the returned arrays are Dask arrays of the stream tasks'
     results.  With another client they are brought to this process (NumPy arrays), stream by stream.
     """
-    if client is None or not _is_current(client):
+    if client is None or not is_current(client):
         # (A client Dask would not compute with: the pairs are split there and brought here.)
         splits = ([split_piece(t, codes) for t in tops] if client is None else
                   client.gather([client.submit(split_piece, t, codes, pure=False, retries=3) for t in tops]))
-        streams = sorted({s for split in splits for s in split})
-        done = {s: stream_of(*(split.get(s) for split in splits), options=options) for s in streams}
+        shares = {s: [split.get(s) for split in splits] for s in sorted({s for split in splits for s in split})}
         del splits
+        return streams_of(shares, None, options=options, n_datasets=n_datasets, n_models=codes.n_models)
+    splits = [client.submit(split_piece, t, codes, pure=False, retries=3) for t in tops]
+    present = client.gather([client.submit(sorted, s, pure=False) for s in splits])
+    shares = {s: [client.submit(dict.get, split, s, pure=False) for split in splits]
+              for s in sorted({s for one in present for s in one})}
+    del splits  # the stream tasks hold their shares; each share is freed once its stream is done
+    return streams_of(shares, client, options=options, n_datasets=n_datasets, n_models=codes.n_models)
+
+
+def streams_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n_datasets: int,
+               n_models: int) -> PairColumns:
+    """The pairs and statistics of the streams whose shares are given (``shares[stream]``: each a
+    :data:`_COLUMNS` dict, None, or a future of one; every share of a stream sorted or not).
+
+    ``client``: None, or a client Dask computes with (see :func:`pair_columns`): then each stream is one
+    task on its cluster and the pairs stay there.  Also how :func:`pickscale.extend` merges a store's
+    pairs with the new run's (:mod:`pickscale.results.extend`).
+    """
+    streams = sorted(shares)
+    if client is None:
+        done = {s: stream_of(*shares[s], options=options, phase=s % 2) for s in streams}
+        shares.clear()
         sizes = {s: done[s][0]["station"].size for s in streams}
         stats = {s: done[s][1] for s in streams}
         columns: dict[str, list[Any]] = {k: [done[s][0][k] for s in streams] for k in _COLUMNS}
@@ -151,14 +175,13 @@ def pair_columns(tops: list[Any], codes: Codes, client: Any, *, options: Options
     else:
         import dask.array as da
 
-        columns, sizes, stats = _on_cluster(tops, codes, client, options)
-        streams = sorted(sizes)
+        columns, sizes, stats = _on_cluster(shares, client, options)
         join = da.concatenate
-    data = _variables(columns, streams, sizes, codes, options, join)
-    return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, codes.n_models, options))
+    data = _variables(columns, streams, sizes, n_models, options, join)
+    return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, n_models, options))
 
 
-def _is_current(client: Any) -> bool:
+def is_current(client: Any) -> bool:
     """Whether Dask computes with ``client`` (the default client, or one made current): only then can the
     Dataset's arrays be left on its cluster and still be read as any Dask array is."""
     from distributed import Client
@@ -169,16 +192,12 @@ def _is_current(client: Any) -> bool:
         return False
 
 
-def _on_cluster(tops: list[Any], codes: Codes, client: Any, options: Options) -> tuple[dict[str, list[Any]],
-                                                                                        dict[int, int], dict]:
-    splits = [client.submit(split_piece, t, codes, pure=False, retries=3) for t in tops]
-    present = client.gather([client.submit(sorted, s, pure=False) for s in splits])
-    streams = sorted({s for one in present for s in one})
-    tasks = {}
-    for s in streams:
-        shares = [client.submit(dict.get, split, s, pure=False) for split in splits]
-        tasks[s] = client.submit(stream_of, *shares, options=options, pure=False, retries=3)
-    del splits  # the stream tasks hold their shares; each share is freed once its stream is done
+def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options) -> tuple[dict[str, list[Any]],
+                                                                                      dict[int, int], dict]:
+    streams = sorted(shares)
+    tasks = {s: client.submit(stream_of, *shares[s], options=options, phase=s % 2, pure=False, retries=3)
+             for s in streams}
+    shares.clear()  # the stream tasks hold their shares; each share is freed once its stream is done
     stats = dict(zip(streams, client.gather([client.submit(operator.itemgetter(1), tasks[s], pure=False)
                                              for s in streams])))
     sizes = dict(zip(streams, client.gather([client.submit(_size, tasks[s], pure=False) for s in streams])))
@@ -212,7 +231,7 @@ def _rows(done: tuple[dict[str, np.ndarray], Any], name: str, start: int, stop: 
     return done[0][name][start:stop]
 
 
-def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[int, int], codes: Codes,
+def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[int, int], nm: int,
                options: Options, join: Any) -> dict[str, Any]:
     """The Dataset's pair variables, stream after stream (the stream gives dataset, model and phase)."""
     if join is np.concatenate:
@@ -225,8 +244,6 @@ def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[in
 
     def full(value: Any, dtype: Any) -> list[Any]:
         return [constant(sizes[s], value(s), dtype=dtype) for s in streams]
-
-    nm = codes.n_models
 
     def cat(parts: list[Any], dtype: Any) -> Any:
         return join(parts) if parts else np.zeros(0, dtype)

@@ -25,7 +25,7 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,7 +61,7 @@ def score(
     reference: Any,
     picks: Any,
     *,
-    threshold: float = 0.3,
+    threshold: float | Mapping[str, float] = 0.3,
     tol: float = 0.5,
     residual_tol: float = 2.0,
     thresholds: Sequence[float] | None = None,
@@ -81,6 +81,7 @@ def score(
     group_by: str | None = None,
     stations: Any = None,
     storage_options: dict[str, Any] | None = None,
+    select_on: str | None = None,
 ) -> xr.Dataset:
     """Score picks against reference arrivals; every SPEC metric in one Dataset.
 
@@ -165,6 +166,18 @@ def score(
         ``AWS_ACCESS_KEY_ID`` …).  An unreachable endpoint, missing or refused
         credentials or a missing bucket is an ``InputError`` naming the URL
         and the setting to check.
+    select_on
+        Out-of-sample choice (SPEC §16): ``"before:2024-01-01"`` (choose on the
+        arrivals and picks before the date, report on those after) or
+        ``"stations:0.5[:SEED]"`` (a seeded share of each dataset's scored
+        stations to choose on, the others to report on).  Every variable is
+        still the run's over all the inputs; each part is scored with the same
+        options, and the best threshold and matched budget chosen on the
+        selection part are read on the report part: ``best_threshold_selected``,
+        ``recall_at_best_oos``, ``precision_lb_at_best_oos``,
+        ``f1_lb_at_best_oos``, ``budget_oos``, ``recall_at_budget_oos``,
+        ``n_reference_select``, ``n_reference_report`` (and
+        ``station_selected``), in ``detection.csv`` too.  Default: none.
 
     Returns
     -------
@@ -193,6 +206,12 @@ def score(
     >>> float(ds.recall.sel(dataset="all", model="model", phase="P", threshold=0.3))
     1.0
     """
+    if select_on is not None:  # SPEC §16: scored on all the inputs, then on each part of them
+        arguments = dict(locals())  # every keyword of this call (nothing else is bound yet)
+        del arguments["select_on"]
+        from .selection import score_out_of_sample
+
+        return score_out_of_sample(select_on, arguments)
     options = Options(threshold=threshold, tol=tol, residual_tol=residual_tol, thresholds=thresholds,
                       budget=budget, exhaustive=exhaustive, time_bin=time_bin,
                       tols=tols, group_by=group_by)
@@ -225,6 +244,9 @@ def score(
     ref_src = load(reference, role="reference", manual_only=manual_only,
                    keep=None if group_spec is None else group_spec.column, **reading)
     pick_src = load(picks, role="picks", floor=options.floor, **reading)
+    from .selection import restrict
+
+    ref_src, pick_src = restrict(ref_src, pick_src)  # one part of the inputs while select_on scores it (SPEC §16)
 
     # 1–2. Read (picks stay where they were read), outline, decide the scope.
     pick_parts = persist_stage(pick_src.parts, client, label="reading picks", progress=progress)

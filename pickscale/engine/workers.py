@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
@@ -42,17 +43,17 @@ DEFAULT_TIMEOUT = 30.0
 #: The bound for a cluster that starts its own workers (queued batch jobs, pods, adaptive scaling).
 SCALING_TIMEOUT = 600.0
 
-def _make_probe():
+def _make_probe() -> Callable[[], dict[str, Any]]:
     """The probe that runs on each worker.
 
     Defined inside this function, so that cloudpickle sends its code by value rather than a reference to
     ``pickscale.engine.workers`` (which a worker without pickscale could not import); it imports inside.
     """
 
-    def pickscale_probe():
+    def pickscale_probe() -> dict[str, Any]:
         import sys
 
-        out = {"python": sys.version.split()[0], "executable": sys.executable}
+        out: dict[str, Any] = {"python": sys.version.split()[0], "executable": sys.executable}
         try:
             import pickscale
             import pickscale.engine.parts  # noqa: F401 - what the tasks need

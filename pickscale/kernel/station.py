@@ -322,6 +322,14 @@ def _counts(p_group, p_conf, lvl, flvl, r_group, det, near, other_conf, *, n_gro
     }
 
 
+def _at_shared(lvl: np.ndarray, p_group: np.ndarray, options: Options) -> np.ndarray:
+    """Which picks survive the shared threshold of their own phase (SPEC §2), from their grid levels."""
+    ti = options.threshold_indices
+    if ti[0] == ti[1]:
+        return lvl > ti[0]
+    return lvl > ti[p_group % N_PHASES]
+
+
 def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: int,
                options: Options) -> dict[str, np.ndarray]:
     """SPEC §10: counts per time bin at the shared threshold, from the same detection matching.
@@ -340,7 +348,7 @@ def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: 
                 "binned_n_reference": np.zeros((0, N_PHASES), np.int64),
                 "binned_emitted": np.zeros((0, n_models, N_PHASES), np.int64),
                 "binned_matched": np.zeros((0, n_models, N_PHASES), np.int64)}
-    surviving = lvl > options.threshold_index  # conf >= the shared threshold
+    surviving = _at_shared(lvl, p_group, options)  # conf >= the shared threshold (its phase's)
     hit = surviving & (det >= 0)
     a_bin = bin_index(a_time, edges)
     p_bin = bin_index(p_time[surviving], edges)
@@ -376,7 +384,7 @@ def _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_groups:
     out = np.zeros((n_groups, len(tols)), dtype=np.int64)
     if not tols or p_time.size == 0 or r_time.size == 0:
         return out
-    surviving = lvl > options.threshold_index  # conf >= the shared threshold
+    surviving = _at_shared(lvl, p_group, options)  # conf >= the shared threshold (its phase's)
     for i, tol in enumerate(tols):
         # Each tol <= residual_tol (Options): the same stride and reach as the run's own matching.
         det = match_groups(r_group, r_time, p_group, p_time, p_conf, n_groups=n_groups,
@@ -402,7 +410,7 @@ def _by_group(a_phase, a_group, p_group, lvl, r_agroup, det, *, n_models: int,
     if n_groups == 0:
         return {"n_reference_by_group": np.zeros((N_PHASES, 0), np.int64),
                 "matched_by_group": np.zeros((n_models, N_PHASES, 0), np.int64)}
-    hit = (lvl > options.threshold_index) & (det >= 0)
+    hit = _at_shared(lvl, p_group, options) & (det >= 0)
     size = n_models * N_PHASES * n_groups
     return {
         "n_reference_by_group": np.bincount(a_phase * n_groups + a_group, minlength=N_PHASES * n_groups)

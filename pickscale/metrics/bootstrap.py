@@ -24,6 +24,7 @@ import hashlib
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .calibration import ece
 from .detection import f1, precision, recall
@@ -61,7 +62,7 @@ def dataset_generator(seed: int, dataset: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), *digest])
 
 
-def station_weights(n_stations: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+def station_weights(n_stations: int, draws: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """``draws × n_stations`` multinomial counts: how often each station is drawn, each row summing to S.
 
     Examples
@@ -78,7 +79,7 @@ def station_weights(n_stations: int, draws: int, rng: np.random.Generator) -> np
     return rng.multinomial(n_stations, p, size=draws).astype(np.int64)
 
 
-def weighted(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def weighted(weights: NDArray[np.integer], counts: ArrayLike) -> NDArray[np.float64]:
     """Station totals of every draw: ``weights @ counts`` over the first (station) axis of ``counts``.
 
     ``counts`` has shape ``(S, ...)``; the result ``(draws, ...)`` in float64 (exact for integer
@@ -95,7 +96,8 @@ def weighted(weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out.reshape((weights.shape[0], *c.shape[1:]))
 
 
-def percentile_interval(draws, estimate, full, level: float) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(draws: ArrayLike, estimate: ArrayLike, full: ArrayLike,
+                        level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The percentile interval of ``draws`` (first axis), placed at ``estimate``.
 
     ``lo, hi`` = numpy's ``"linear"`` quantiles of the draws at ``(1 − level)/2`` and
@@ -125,7 +127,7 @@ def percentile_interval(draws, estimate, full, level: float) -> tuple[np.ndarray
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
 
 
-def linear_quantile(x, q: float) -> np.ndarray:
+def linear_quantile(x: ArrayLike, q: float) -> NDArray[np.float64]:
     """The ``q`` quantile of ``x`` over its first axis, NaN left out, by linear interpolation (SPEC §12).
 
     With the n defined values sorted, ``x₍₀₎ ≤ … ≤ x₍ₙ₋₁₎``: ``h = (n − 1) q``, ``j = ⌊h⌋``, ``g = h − j``;
@@ -152,7 +154,8 @@ def linear_quantile(x, q: float) -> np.ndarray:
     return np.where(n == 0, np.nan, out)
 
 
-def ratio_t_draws(weights: np.ndarray, numerator, denominator) -> dict[str, np.ndarray]:
+def ratio_t_draws(weights: NDArray[np.integer], numerator: ArrayLike,
+                  denominator: ArrayLike) -> dict[str, NDArray[np.float64]]:
     """The ratio of station sums, its delta-method standard error and the studentized draws (SPEC §12).
 
     ``numerator`` a, ``denominator`` b: ``(S, ...)`` per-station counts (broadcasting).  At the observed
@@ -192,8 +195,9 @@ def ratio_t_draws(weights: np.ndarray, numerator, denominator) -> dict[str, np.n
     return {"ratio": r_hat, "se": se, "t": t, "low": low, "high": high}
 
 
-def studentized_interval(weights: np.ndarray, numerator, denominator, estimate, level: float, *,
-                         scale: float = 1.0, defined=None) -> tuple[np.ndarray, np.ndarray]:
+def studentized_interval(weights: NDArray[np.integer], numerator: ArrayLike, denominator: ArrayLike,
+                         estimate: ArrayLike, level: float, *, scale: float = 1.0, defined: ArrayLike | None = None,
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The symmetric bootstrap-t interval of a ratio of station sums (SPEC §12; Hall 1988).
 
     ``R̂ ± q · se``, with ``q`` the ``level`` quantile (:func:`linear_quantile`) of ``|t|`` over the
@@ -226,7 +230,8 @@ def studentized_interval(weights: np.ndarray, numerator, denominator, estimate, 
     return np.where(bad, np.nan, lo * scale + shift), np.where(bad, np.nan, hi * scale + shift)
 
 
-def detection_draws(weights: np.ndarray, matched, emitted, n_reference) -> dict[str, np.ndarray]:
+def detection_draws(weights: NDArray[np.integer], matched: ArrayLike, emitted: ArrayLike,
+                    n_reference: ArrayLike) -> dict[str, NDArray[np.float64]]:
     """recall, precision_lb and f1_lb of every draw from per-station counts.
 
     ``matched``, ``emitted``: ``(S, ...)``; ``n_reference``: ``(S, ...)`` broadcasting against them.
@@ -244,7 +249,7 @@ def detection_draws(weights: np.ndarray, matched, emitted, n_reference) -> dict[
     return {"recall": recall(m, n), "precision_lb": precision(m, e, n), "f1_lb": f1(m, n, e)}
 
 
-def mae_draws(weights: np.ndarray, abs_sum_ns, n_pairs) -> np.ndarray:
+def mae_draws(weights: NDArray[np.integer], abs_sum_ns: ArrayLike, n_pairs: ArrayLike) -> NDArray[np.float64]:
     """MAE (s) of every draw: the pairs' |e| weighted by their station's multiplicity.
 
     ``abs_sum_ns``: per station the sum of |e| in integer ns; ``n_pairs``: the pairs per station.
@@ -260,7 +265,8 @@ def mae_draws(weights: np.ndarray, abs_sum_ns, n_pairs) -> np.ndarray:
     return np.where(n == 0, np.nan, out)
 
 
-def ece_draws(weights: np.ndarray, cal_n, cal_conf, cal_hits, n_reference=None) -> np.ndarray:
+def ece_draws(weights: NDArray[np.integer], cal_n: ArrayLike, cal_conf: ArrayLike, cal_hits: ArrayLike,
+              n_reference: ArrayLike | None = None) -> NDArray[np.float64]:
     """``ece_lb`` of every draw from the per-station calibration bins (``(S, ..., bin)``); with
     ``n_reference`` (``(S, ...)``, no bin axis), NaN in a draw without reference arrivals (SPEC §4).
 
@@ -275,7 +281,8 @@ def ece_draws(weights: np.ndarray, cal_n, cal_conf, cal_hits, n_reference=None) 
     return ece(weighted(weights, cal_n), weighted(weights, cal_conf), weighted(weights, cal_hits), n)
 
 
-def grid_recall_at_budget(emitted, matched, n_reference, budget) -> np.ndarray:
+def grid_recall_at_budget(emitted: ArrayLike, matched: ArrayLike, n_reference: ArrayLike,
+                          budget: ArrayLike) -> NDArray[np.float64]:
     """SPEC §7's reading of recall at ``budget`` picks, on the sweep grid instead of the fine curve.
 
     ``emitted``, ``matched``: ``(..., T)`` totals at the grid thresholds (ascending θ, so emitted does

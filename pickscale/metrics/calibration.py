@@ -8,19 +8,23 @@ unmatched pick may be a real, unmarked arrival), hence ``observed_lb``,
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .detection import ratio, where_reference
 
 __all__ = ["reliability", "ece", "brier"]
 
 
-def _with_bin(n_reference):
+def _with_bin(n_reference: ArrayLike) -> NDArray[Any]:
     # n_reference has no bin axis: give it one to broadcast against the bins (the last axis).
-    return None if n_reference is None else np.asarray(n_reference)[..., None]
+    return np.asarray(n_reference)[..., None]
 
 
-def reliability(cal_n, cal_conf, cal_hits, n_reference=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def reliability(cal_n: ArrayLike, cal_conf: ArrayLike, cal_hits: ArrayLike, n_reference: ArrayLike | None = None,
+                ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """Per bin: ``n``, ``mean_conf`` = Σconf / n and ``observed_lb`` = Σhit / n.
 
     Empty bins have n = 0 and NaN elsewhere.  Perfect calibration:
@@ -44,7 +48,8 @@ def reliability(cal_n, cal_conf, cal_hits, n_reference=None) -> tuple[np.ndarray
     return n, ratio(cal_conf, n), observed
 
 
-def ece(cal_n, cal_conf, cal_hits, n_reference=None) -> np.ndarray:
+def ece(cal_n: ArrayLike, cal_conf: ArrayLike, cal_hits: ArrayLike, n_reference: ArrayLike | None = None,
+        ) -> NDArray[np.float64]:
     """Expected calibration error over the last (bin) axis.
 
     ``ece = Σ_b (n_b / N) · |mean_conf_b − observed_b|`` over non-empty bins;
@@ -67,7 +72,7 @@ def ece(cal_n, cal_conf, cal_hits, n_reference=None) -> np.ndarray:
     return out if n_reference is None else where_reference(out, n_reference)
 
 
-def brier(brier_sum, n_total, n_reference=None) -> np.ndarray:
+def brier(brier_sum: ArrayLike, n_total: ArrayLike, n_reference: ArrayLike | None = None) -> NDArray[np.float64]:
     """Brier score ``mean((conf − hit)²)``; range [0, 1], perfect 0; NaN without picks.
 
     With ``n_reference``, also NaN where it is 0 (SPEC §4): every hit would be 0

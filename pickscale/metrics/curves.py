@@ -6,7 +6,10 @@ the sweep grid of one (dataset, phase, model).
 
 from __future__ import annotations
 
+from typing import SupportsInt
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .detection import ratio
 
@@ -14,7 +17,7 @@ __all__ = ["default_budget", "recall_at_budget", "best_threshold", "best_on_edge
            "average_precision"]
 
 
-def default_budget(n_reference, emitted_at_floor) -> int:
+def default_budget(n_reference: SupportsInt, emitted_at_floor: ArrayLike) -> int:
     """Default matched budget: ``min(n_reference, min over models of emitted at the floor)``.
 
     As many picks as the analyst made arrivals, capped by what the least
@@ -32,7 +35,8 @@ def default_budget(n_reference, emitted_at_floor) -> int:
     return int(min(int(n_reference), cap))
 
 
-def recall_at_budget(fine_emitted, fine_matched, n_reference, budget) -> float:
+def recall_at_budget(fine_emitted: ArrayLike, fine_matched: ArrayLike, n_reference: SupportsInt,
+                     budget: float | None) -> float:
     """Recall read at ``budget`` picks on the fine curve, linearly interpolated.
 
     The curve's points ``(emitted_k, recall_k)`` are sorted by emitted, equal
@@ -53,13 +57,14 @@ def recall_at_budget(fine_emitted, fine_matched, n_reference, budget) -> float:
     if int(n_reference) == 0 or emitted.size == 0 or budget is None or not np.isfinite(budget):
         return float("nan")
     x, first = np.unique(emitted, return_index=True)
-    y = matched[first] / float(n_reference)
+    y = matched[first] / float(int(n_reference))  # a count: the same float either way
     if budget < x[0] or budget > x[-1]:
         return float("nan")
     return float(np.interp(float(budget), x.astype(np.float64), y))
 
 
-def best_threshold(thresholds, f1, recall, precision) -> tuple[float, float, float, float]:
+def best_threshold(thresholds: ArrayLike, f1: ArrayLike, recall: ArrayLike,
+                   precision: ArrayLike) -> tuple[float, float, float, float]:
     """Each model's own best threshold on the sweep grid: the highest ``f1_lb``.
 
     The lowest such θ on ties; NaN rows ignored; all NaN when every f1 is NaN.
@@ -83,7 +88,7 @@ def best_threshold(thresholds, f1, recall, precision) -> tuple[float, float, flo
     )
 
 
-def best_on_edge(thresholds, best) -> np.ndarray:
+def best_on_edge(thresholds: ArrayLike, best: ArrayLike) -> NDArray[np.bool_]:
     """SPEC §7: the own best threshold is the lowest or the highest threshold searched.
 
     ``best`` is :func:`best_threshold`'s first value, any shape; False where it
@@ -103,7 +108,8 @@ def best_on_edge(thresholds, best) -> np.ndarray:
     return (b == grid[0]) | (b == grid[-1])  # NaN compares False: no best, no edge
 
 
-def lowest_conf_bound(thresholds, emitted, fine_thresholds, fine_emitted) -> float:
+def lowest_conf_bound(thresholds: ArrayLike, emitted: ArrayLike, fine_thresholds: ArrayLike,
+                      fine_emitted: ArrayLike) -> float:
     """What the counts say of the lowest confidence a model emitted: every pick has ``conf >=`` this.
 
     The highest threshold of the grid or the fine curve at which ``emitted``
@@ -131,7 +137,7 @@ def lowest_conf_bound(thresholds, emitted, fine_thresholds, fine_emitted) -> flo
     return float(keep.max())
 
 
-def average_precision(fine_emitted, fine_matched, n_reference) -> np.ndarray:
+def average_precision(fine_emitted: ArrayLike, fine_matched: ArrayLike, n_reference: ArrayLike) -> NDArray[np.float64]:
     """Average precision ``ap_lb`` over the fine curve (last axis, thresholds ascending).
 
     ``ap = Σ_k (recall_k − recall_{k+1}) · precision_k`` with

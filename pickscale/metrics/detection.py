@@ -9,11 +9,12 @@ a real arrival the analyst never marked.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["recall", "precision", "f1", "extra_rate", "duplicate_rate", "swap_rate", "ratio", "where_reference"]
 
 
-def ratio(numerator, denominator) -> np.ndarray:
+def ratio(numerator: ArrayLike, denominator: ArrayLike) -> NDArray[np.float64]:
     """``numerator / denominator`` in float64, NaN where the denominator is 0.
 
     Examples
@@ -28,7 +29,7 @@ def ratio(numerator, denominator) -> np.ndarray:
     return np.where(den == 0, np.nan, out)
 
 
-def where_reference(value, n_reference) -> np.ndarray:
+def where_reference(value: ArrayLike, n_reference: ArrayLike) -> NDArray[np.float64]:
     """``value`` where there are reference arrivals, NaN where ``n_reference`` = 0 (SPEC §4).
 
     A (dataset, phase) without reference arrivals — a P-only bulletin's S — has
@@ -41,11 +42,11 @@ def where_reference(value, n_reference) -> np.ndarray:
     >>> where_reference([0.0, 0.5], [0, 4]).tolist()
     [nan, 0.5]
     """
-    value = np.asarray(value, dtype=np.float64)
-    return np.where(np.asarray(n_reference) == 0, np.nan, value)
+    values = np.asarray(value, dtype=np.float64)
+    return np.where(np.asarray(n_reference) == 0, np.nan, values)
 
 
-def recall(matched, n_reference) -> np.ndarray:
+def recall(matched: ArrayLike, n_reference: ArrayLike) -> NDArray[np.float64]:
     """Fraction of reference arrivals recovered.
 
     ``recall = matched / n_reference``; range [0, 1], perfect 1; NaN when
@@ -61,7 +62,7 @@ def recall(matched, n_reference) -> np.ndarray:
     return ratio(matched, n_reference)
 
 
-def precision(matched, emitted, n_reference=None) -> np.ndarray:
+def precision(matched: ArrayLike, emitted: ArrayLike, n_reference: ArrayLike | None = None) -> NDArray[np.float64]:
     """``precision_lb = matched / emitted``; range [0, 1], perfect 1; NaN when nothing emitted.
 
     A lower bound against a bulletin (an unmatched pick may be a real,
@@ -80,7 +81,7 @@ def precision(matched, emitted, n_reference=None) -> np.ndarray:
     return out if n_reference is None else where_reference(out, n_reference)
 
 
-def f1(matched, n_reference, emitted) -> np.ndarray:
+def f1(matched: ArrayLike, n_reference: ArrayLike, emitted: ArrayLike) -> NDArray[np.float64]:
     """``f1_lb = 2·matched / (n_reference + emitted)``: harmonic mean of recall and precision_lb.
 
     Range [0, 1], perfect 1.  It is 0 when nothing matched (even when nothing
@@ -96,7 +97,7 @@ def f1(matched, n_reference, emitted) -> np.ndarray:
     return np.where(n_ref == 0, np.nan, out)
 
 
-def extra_rate(emitted, matched, n_reference) -> np.ndarray:
+def extra_rate(emitted: ArrayLike, matched: ArrayLike, n_reference: ArrayLike) -> NDArray[np.float64]:
     """Unmatched picks per reference arrival: ``(emitted − matched) / n_reference``.
 
     Range [0, ∞), perfect 0; NaN when n_reference = 0.
@@ -110,7 +111,7 @@ def extra_rate(emitted, matched, n_reference) -> np.ndarray:
     return ratio(extra, n_reference)
 
 
-def duplicate_rate(duplicates, matched) -> np.ndarray:
+def duplicate_rate(duplicates: ArrayLike, matched: ArrayLike) -> NDArray[np.float64]:
     """Second picks on recovered arrivals per matched pick: ``duplicates / matched``.
 
     Range [0, ∞), perfect 0; NaN when nothing matched.
@@ -123,7 +124,8 @@ def duplicate_rate(duplicates, matched) -> np.ndarray:
     return ratio(duplicates, matched)
 
 
-def swap_rate(swapped_p, swapped_s, n_reference_p, n_reference_s) -> np.ndarray:
+def swap_rate(swapped_p: ArrayLike, swapped_s: ArrayLike, n_reference_p: ArrayLike,
+              n_reference_s: ArrayLike) -> NDArray[np.float64]:
     """Arrivals found only by a pick of the other phase, over both phases.
 
     ``swap_rate = (swapped_P + swapped_S) / (n_reference_P + n_reference_S)``;

@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .grid import GRID_NAMES, residual_grid
 
 __all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "timing_stats", "timing_sweep",
            "residual_quantile", "pair_statistics", "residual_mode", "CONCENTRATED_SHARE", "CONCENTRATED_RATIO",
@@ -29,7 +32,7 @@ QUANTILE_NAMES: tuple[str, ...] = ("p10", "p90", "iqr")
 GROUP_NAMES: tuple[str, ...] = TIMING_NAMES
 
 
-def _median_sorted(x: np.ndarray) -> float:
+def _median_sorted(x: NDArray[np.floating[Any]]) -> float:
     # SPEC §5: the median of an even count is the mean of the two middle values.
     n = x.size
     half = n // 2
@@ -38,7 +41,7 @@ def _median_sorted(x: np.ndarray) -> float:
     return float((x[half - 1] + x[half]) / 2.0)
 
 
-def _quantile_x100(x_ns: np.ndarray, percent: int) -> int:
+def _quantile_x100(x_ns: NDArray[np.int64], percent: int) -> int:
     """100 × the ``percent``-th percentile (in ns) of sorted integers: ``100·x[lo] + r·(x[lo+1] − x[lo])``.
 
     Linear interpolation between order statistics (Hyndman & Fan type 7, numpy's ``"linear"``) at
@@ -51,7 +54,7 @@ def _quantile_x100(x_ns: np.ndarray, percent: int) -> int:
     return base if r == 0 else base + r * (int(x_ns[lo + 1]) - int(x_ns[lo]))
 
 
-def residual_quantile(residual_ns, percent: int) -> float:
+def residual_quantile(residual_ns: ArrayLike, percent: int) -> float:
     """The ``percent``-th percentile of residuals (integer ns, any order), in seconds; NaN when empty.
 
     SPEC §5: linear interpolation between the sorted residuals ``x_0 <= … <= x_{n-1}`` at
@@ -71,7 +74,7 @@ def residual_quantile(residual_ns, percent: int) -> float:
     return _quantile_x100(x, int(percent)) / 10**11
 
 
-def _quantiles(e_ns: np.ndarray) -> dict[str, float]:
+def _quantiles(e_ns: NDArray[np.int64]) -> dict[str, float]:
     """p10, p90 and iqr (seconds) of sorted integer residuals, each rounded once."""
     if e_ns.size == 0:
         return dict.fromkeys(QUANTILE_NAMES, np.nan)
@@ -82,7 +85,8 @@ def _quantiles(e_ns: np.ndarray) -> dict[str, float]:
     }
 
 
-def _stats_sorted(e: np.ndarray, a: np.ndarray, tol: float, e_ns: np.ndarray | None = None) -> dict[str, float]:
+def _stats_sorted(e: NDArray[np.float64], a: NDArray[np.float64], tol: float,
+                  e_ns: NDArray[np.int64] | None = None) -> dict[str, float]:
     """Statistics of residuals ``e`` (sorted ascending) with ``a = sorted(abs(e))``.
 
     With ``e_ns`` (the same residuals in integer ns, sorted), also the quantiles of :data:`QUANTILE_NAMES`.
@@ -112,7 +116,7 @@ def _stats_sorted(e: np.ndarray, a: np.ndarray, tol: float, e_ns: np.ndarray | N
     return out
 
 
-def timing_stats(residual_ns, *, tol: float) -> dict[str, float]:
+def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, float]:
     """SPEC §5 onset-time statistics of one set of residuals.
 
     Parameters
@@ -147,7 +151,8 @@ def timing_stats(residual_ns, *, tol: float) -> dict[str, float]:
     return _stats_sorted(e, np.sort(np.abs(e)), float(tol), e_ns)
 
 
-def timing_sweep(residual_ns, conf, thresholds, *, tol: float) -> dict[str, np.ndarray]:
+def timing_sweep(residual_ns: ArrayLike, conf: ArrayLike, thresholds: ArrayLike, *,
+                 tol: float) -> dict[str, NDArray[Any]]:
     """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) at every threshold: over the pairs with ``conf >= θ``.
 
     One sort serves every threshold: masking a sorted array keeps it sorted.
@@ -185,7 +190,7 @@ CONCENTRATED_RATIO = 3
 CONCENTRATED_MIN_PAIRS = 20
 
 
-def residual_mode(residual_ns) -> dict[str, int]:
+def residual_mode(residual_ns: ArrayLike) -> dict[str, int]:
     """The most common residual (integer ns; the smallest of equally common ones) and how often it and the
     next most common one occur (SPEC §5, "Concentrated residuals").
 
@@ -217,12 +222,13 @@ def concentrated(mode: dict[str, int]) -> bool:
             and mode["count"] >= CONCENTRATED_RATIO * mode["second"])
 
 
-def pair_statistics(residual_ns, conf, group, *, thresholds, tol: float, threshold: float,
-                    n_groups: int) -> dict[str, Any]:
+def pair_statistics(residual_ns: ArrayLike, conf: ArrayLike, group: ArrayLike, *, thresholds: ArrayLike, tol: float,
+                    threshold: float, n_groups: int) -> dict[str, Any]:
     """The statistics of one stream's pairs (one dataset, model and phase): SPEC §5 and §14.
 
     ``"sweep"``: :func:`timing_sweep` at every threshold; ``"mode"``: :func:`residual_mode` of the pairs at
-    ``conf >= threshold``; ``"by_group"``: with ``n_groups``, the
+    ``conf >= threshold``; ``"grid"``: :func:`pickscale.metrics.grid.residual_grid` of the same pairs;
+    ``"by_group"``: with ``n_groups``, the
     :data:`GROUP_NAMES` of the pairs at ``conf >= threshold`` whose arrival is in each group (``group``:
     the arrival group's code, 0 … n_groups − 1), as (n_groups,) arrays (NaN, n = 0, for a group without
     pairs); empty without groups.  Pairs in any order.
@@ -238,7 +244,8 @@ def pair_statistics(residual_ns, conf, group, *, thresholds, tol: float, thresho
     conf = np.asarray(conf, dtype=np.float64)
     keep = conf >= threshold
     out: dict[str, Any] = {"sweep": timing_sweep(residual_ns, conf, thresholds, tol=tol),
-                           "mode": residual_mode(residual_ns[keep]), "by_group": {}}
+                           "mode": residual_mode(residual_ns[keep]), "grid": residual_grid(residual_ns[keep]),
+                           "by_group": {}}
     if not n_groups:
         return out
     codes, res = np.asarray(group)[keep], residual_ns[keep]
@@ -253,7 +260,7 @@ def pair_statistics(residual_ns, conf, group, *, thresholds, tol: float, thresho
 
 
 def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple[int, int], n_thresholds: int,
-            n_groups: int, grouped: bool) -> dict[str, dict[str, np.ndarray]]:
+            n_groups: int, grouped: bool) -> dict[str, dict[str, NDArray[Any]]]:
     """Each stream's :func:`pair_statistics` placed on (dataset, model, phase[, threshold | group]).
 
     ``streams[(d, m, p)]``; ``shape`` = (datasets, models).  Where a stream has no pairs: NaN, n = 0 (and
@@ -269,11 +276,12 @@ def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple
     nd, nm = shape
     sweep = {name: np.full((nd, nm, 2, n_thresholds), np.nan) for name in TIMING_NAMES + QUANTILE_NAMES}
     sweep["n"] = np.zeros((nd, nm, 2, n_thresholds), dtype=np.int64)
-    by_group: dict[str, np.ndarray] = {}
+    by_group: dict[str, NDArray[Any]] = {}
     if grouped:
         by_group = {name: np.full((nd, nm, 2, n_groups), np.nan) for name in GROUP_NAMES}
         by_group["n"] = np.zeros((nd, nm, 2, n_groups), dtype=np.int64)
     mode = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in ("n", "residual_ns", "count", "second")}
+    grid = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in GRID_NAMES}  # SPEC §5, on a grid
     for (d, m, p), one in streams.items():
         for name, values in one["sweep"].items():
             sweep[name][d, m, p] = values
@@ -281,4 +289,6 @@ def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple
             by_group[name][d, m, p] = values
         for name, value in one["mode"].items():
             mode[name][d, m, p] = value
-    return {"sweep": sweep, "by_group": by_group, "mode": mode}
+        for name, value in one.get("grid", {}).items():
+            grid[name][d, m, p] = value
+    return {"sweep": sweep, "by_group": by_group, "mode": mode, "grid": grid}

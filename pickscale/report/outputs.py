@@ -246,8 +246,9 @@ def _store_created(store: Path | None) -> str | None:
 
 
 def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bool = True, quiet: bool = False,
-                 store: Path | None = None, stage: Any = None) -> None:
-    """Tables (and figures) of a results Dataset into ``out_dir``; print the summary tables.
+                 store: Path | None = None, stage: Any = None, verbose: bool = False) -> None:
+    """Tables (and figures) of a results Dataset into ``out_dir``; print the verdict (and, ``verbose``, the
+    summary tables first: :func:`print_tables`; the verdict: :mod:`pickscale.report.verdict`).
 
     ``pickscale score`` and ``pickscale report`` both end here, so the files
     they write are byte-identical for the same store.  They are written to a
@@ -293,11 +294,15 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         shutil.rmtree(tmp, ignore_errors=True)
         temporaries.drop(tmp)
     if not quiet:
-        print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
+        if verbose:
+            print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
         print(f"\nwrote {', '.join(written)} to {out_dir}")
         if removed:
             print(f"removed {_listing(removed)}: pickscale's files of an earlier run that this run did not "
                   "write again")
+        from .verdict import print_verdict
+
+        print_verdict(ds)
 
 
 def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -> None:

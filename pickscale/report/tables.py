@@ -106,10 +106,13 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
 
     Examples
     --------
-    >>> import pickscale  # doctest: +SKIP
-    >>> t = pickscale.tables(pickscale.open_results("out/results.zarr"))  # doctest: +SKIP
-    >>> t["detection"].columns[:4].tolist()  # doctest: +SKIP
-    ['dataset', 'phase', 'model', 'n_reference']
+    >>> import pickscale
+    >>> t = pickscale.tables(ds)  # ds: the demo results, scored with time_bin, tols and group_by
+    >>> list(t)
+    ['detection', 'timing', 'calibration', 'reliability', 'phase_quality', 'sweep', 'over_time', 'tolerance',
+     'by_group']
+    >>> t["detection"].columns[:4].tolist(), len(t["detection"])  # 2 datasets × 2 phases × 3 models
+    (['dataset', 'phase', 'model', 'n_reference'], 12)
     """
     from ..results import metric_name
 
@@ -117,9 +120,9 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     # A store opens lazily; the tables need neither the residual pairs nor the fine curve, so load the rest.
     ds = ds.drop_dims(["pair", "fine_threshold"], errors="ignore").load()
-    shared = ds.sel(threshold=options.threshold)
+    shared = options.at_shared(ds)  # each phase at its own shared threshold (SPEC §2)
     tot = _totals(ds)
-    tot_shared = tot.sel(threshold=options.threshold)
+    tot_shared = options.at_shared(tot)
     present = ds["model_present"]
     out = {
         "detection": _detection(ds, shared, tot_shared, present, lb),
@@ -157,10 +160,14 @@ def budgets(ds: xr.Dataset) -> pd.DataFrame:
 
     Examples
     --------
-    >>> import pickscale  # doctest: +SKIP
-    >>> ds = pickscale.score("reference.csv", "picks.csv", budget=[50, 100, 200])  # doctest: +SKIP
-    >>> pickscale.tables(ds)["budgets"].columns.tolist()  # doctest: +SKIP
-    ['dataset', 'phase', 'model', 'budget', 'recall_at_budget']
+    >>> import pickscale
+    >>> from pickscale.demo import catalogue
+    >>> table = pickscale.tables(pickscale.score(*catalogue(), budget=[50, 100, 200], progress=False))["budgets"]
+    >>> table.columns.tolist(), len(table)  # 2 datasets × 2 phases × 3 models × 3 budgets
+    (['dataset', 'phase', 'model', 'budget', 'recall_at_budget'], 36)
+    >>> one = table[(table.dataset == "aftershocks_north") & (table.phase == "P") & (table.model == "sharp")]
+    >>> one.budget.tolist(), one.recall_at_budget.round(3).tolist()
+    ([50, 100, 200], [0.316, 0.625, 0.831])
     """
     import xarray as xr
 
@@ -265,7 +272,7 @@ def tolerance(ds: xr.Dataset) -> pd.DataFrame:
     matched = ds["matched_at_tol"].sum("station")
     table = xr.Dataset({
         "n_reference": ds["n_reference"].sum("station").broadcast_like(matched),
-        "emitted": ds["emitted"].sel(threshold=options.threshold, drop=True).sum("station").broadcast_like(matched),
+        "emitted": options.at_shared(ds["emitted"], drop=True).sum("station").broadcast_like(matched),
         "matched": matched,
         "recall": ds["recall_at_tol"],
         lb("precision_lb"): ds[lb("precision_lb_at_tol")],
@@ -300,6 +307,9 @@ def _detection(ds: xr.Dataset, shared: xr.Dataset, tot_shared: xr.Dataset, prese
     })
     det = xr.Dataset(_with_interval(dict(det.data_vars), ds, ["recall", lb("precision_lb"), lb("f1_lb"),
                                                               "recall_at_budget"]))
+    from ..results.selection import detection_columns  # SPEC §16: only in results scored with select_on
+
+    det = xr.Dataset(detection_columns(dict(det.data_vars), ds, lb))
     return _frame(det, _names(det), _KEY, present_dmp)
 
 
@@ -374,6 +384,9 @@ def _names(ds: xr.Dataset) -> list[str]:
 def _phase_quality(ds: xr.Dataset, tot: xr.Dataset, present: xr.DataArray) -> pd.DataFrame:
     import xarray as xr
 
+    swap_rate = _swap_rate(ds, tot)
+    if tot["threshold"].size > 1:  # one per phase (SPEC §2): each phase's columns read at its own
+        tot = tot.drop_vars("threshold")
     n_ref = tot["n_reference"].broadcast_like(present)
     both_dup = tot["duplicates"].sum("phase")
     both_matched = tot["matched"].sum("phase")
@@ -382,10 +395,21 @@ def _phase_quality(ds: xr.Dataset, tot: xr.Dataset, present: xr.DataArray) -> pd
         "P_matched_as_S": tot["swapped"].sel(phase="P", drop=True),
         "S_n": n_ref.sel(phase="S", drop=True),
         "S_matched_as_P": tot["swapped"].sel(phase="S", drop=True),
-        "swap_rate": ds["swap_rate"].sel(threshold=float(tot["threshold"])),
+        "swap_rate": swap_rate,
         "duplicate_rate": xr.apply_ufunc(detection.duplicate_rate, both_dup, both_matched),
     })
     return _frame(pq, _names(pq), ["dataset", "model"], present)
+
+
+def _swap_rate(ds: xr.Dataset, tot: xr.Dataset) -> xr.DataArray:
+    """SPEC §4's swap rate at the shared threshold; with one per phase, each phase's swaps at its own (SPEC §2)."""
+    import xarray as xr
+
+    if tot["threshold"].size == 1:
+        return ds["swap_rate"].sel(threshold=float(tot["threshold"]))
+    swapped, n_ref = tot["swapped"].drop_vars("threshold"), tot["n_reference"].drop_vars("threshold")
+    return xr.apply_ufunc(detection.swap_rate, swapped.sel(phase="P", drop=True), swapped.sel(phase="S", drop=True),
+                          n_ref.sel(phase="P", drop=True), n_ref.sel(phase="S", drop=True))
 
 
 def to_csv_bytes(frame: pd.DataFrame) -> bytes:

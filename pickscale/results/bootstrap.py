@@ -89,17 +89,18 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     Examples
     --------
     >>> import pickscale
-    >>> from pickscale.demo import catalogue
-    >>> ds = pickscale.bootstrap(pickscale.score(*catalogue(), progress=False), draws=200)  # doctest: +SKIP
-    >>> bool((ds.recall_lo <= ds.recall.sel(threshold=0.3)).all())                          # doctest: +SKIP
-    True
+    >>> b = pickscale.bootstrap(ds, draws=200)  # ds: the demo results (pickscale.score(*pickscale.demo.catalogue()))
+    >>> at = b.sel(dataset="aftershocks_north", model="sharp", phase="P")
+    >>> [round(float(v), 3) for v in (at.recall_lo, at.recall.sel(threshold=0.3), at.recall_hi)]
+    [0.774, 0.831, 0.886]
+    >>> bool((b.recall_lo <= b.recall.sel(threshold=0.3)).all()), b.attrs["bootstrap"]["draws"]
+    (True, 200)
     """
     level, n_draws, seed = _checked(level, draws, seed)
     options = Options.from_attrs(ds.attrs["options"])
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     earlier = {lb(n) for n in OPTIONAL_VARIABLES if n != "recall_at_budgets"} | {"model_b"}
     ds = ds.drop_vars([n for n in ds.variables if n in earlier])
-    ti = options.threshold_index
     nd, nm = ds.sizes["dataset"], ds.sizes["model"]
     several = [int(b) for b in ds["budgets"].values] if "recall_at_budgets" in ds else []
     shape = (nd, nm, 2)
@@ -115,14 +116,15 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
             out[f"{metric}_diff{end}"] = np.full((nd, nm, nm, 2), np.nan)
 
     estimates = {
-        "recall": ds["recall"].isel(threshold=ti), "precision_lb": ds[lb("precision_lb")].isel(threshold=ti),
-        "f1_lb": ds[lb("f1_lb")].isel(threshold=ti), "recall_at_budget": ds["recall_at_budget"],
-        "mae": ds["mae"].isel(threshold=ti), "ece_lb": ds[lb("ece_lb")],
+        # At the shared threshold: each phase at its own (SPEC §2).
+        "recall": options.at_shared(ds["recall"]), "precision_lb": options.at_shared(ds[lb("precision_lb")]),
+        "f1_lb": options.at_shared(ds[lb("f1_lb")]), "recall_at_budget": ds["recall_at_budget"],
+        "mae": options.at_shared(ds["mae"]), "ece_lb": ds[lb("ece_lb")],
     }
     est = {k: v.transpose("dataset", "model", "phase").values for k, v in estimates.items()}
     est_budgets = (ds["recall_at_budgets"].transpose("dataset", "model", "phase", "budgets").values
                    if several else None)
-    counts = _station_counts(ds, ti)
+    counts = _station_counts(ds)
     for d, name in enumerate(text(ds["dataset"].values)):
         stations = np.flatnonzero(counts["scored"][d])  # in station-coordinate (code-point) order
         models = np.flatnonzero(counts["present"][d])
@@ -183,7 +185,7 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     return describe(result, options)
 
 
-def _station_counts(ds: xr.Dataset, ti: int) -> dict[str, np.ndarray]:
+def _station_counts(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """The per-station arrays the draws weigh, station axis last, loaded once."""
     grid = ("dataset", "model", "phase", "threshold", "station")
     cal = ("dataset", "model", "phase", "bin", "station")
@@ -203,10 +205,24 @@ def _station_counts(ds: xr.Dataset, ti: int) -> dict[str, np.ndarray]:
     }
 
 
+def _at_shared_index(counts: np.ndarray, options: Options) -> np.ndarray:
+    """Counts on (…, phase, threshold) at the shared threshold of each phase (SPEC §2): (…, phase)."""
+    ti = options.threshold_indices
+    if not options.per_phase:
+        return counts[..., int(ti[0])]
+    return counts[..., [0, 1], ti]
+
+
+def _pair_thresholds(pair_phase: np.ndarray, options: Options) -> Any:
+    """The shared threshold each residual pair is read at: its phase's (SPEC §2)."""
+    if not options.per_phase:
+        return options.phase_thresholds[0]
+    return np.asarray(options.phase_thresholds)[np.asarray(pair_phase, dtype=np.int64)]
+
+
 def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, stations: np.ndarray,
                    models: np.ndarray, options: Options, several: list[int]) -> dict[str, Any]:
     """Station-first arrays of dataset ``d`` (its scored stations, its models) and the draw computation."""
-    ti = options.threshold_index
     n_s = stations.size
 
     def station_first(a: np.ndarray) -> np.ndarray:
@@ -221,7 +237,7 @@ def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, statio
     local_s[stations] = np.arange(n_s)
     local_m = np.full(counts["present"].shape[1], -1, dtype=np.int64)
     local_m[models] = np.arange(models.size)
-    keep = (counts["pair_dataset"] == d) & (counts["pair_conf"] >= options.threshold)
+    keep = (counts["pair_dataset"] == d) & (counts["pair_conf"] >= _pair_thresholds(counts["pair_phase"], options))
     ps, pm = local_s[counts["pair_station"][keep]], local_m[counts["pair_model"][keep]]
     pp = counts["pair_phase"][keep].astype(np.int64)
     abs_sum = np.zeros((n_s, models.size, 2), dtype=np.int64)
@@ -229,14 +245,14 @@ def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, statio
     np.add.at(abs_sum, (ps, pm, pp), np.abs(counts["residual_ns"][keep]))
     np.add.at(n_pairs, (ps, pm, pp), 1)
     fixed = options.budgets[0] if options.budgets else None
-    m_ti, e_ti = grid_m[:, :, :, ti], grid_e[:, :, :, ti]
+    m_ti, e_ti = _at_shared_index(grid_m, options), _at_shared_index(grid_e, options)  # (S, M', P)
     n_b = np.broadcast_to(n_ref[:, None, :], m_ti.shape)
     # Each ratio metric as (numerator, denominator, scale) per station (SPEC §4, §5): the studentized interval.
     ratios = {"recall": (m_ti, n_b, 1.0), "precision_lb": (m_ti, e_ti, 1.0),
               "f1_lb": (2 * m_ti, n_b + e_ti, 1.0), "mae": (abs_sum, n_pairs, 1e-9)}
 
     def compute(weights: np.ndarray) -> dict[str, np.ndarray]:
-        det = kernels.detection_draws(weights, grid_m[:, :, :, ti], grid_e[:, :, :, ti], n_ref[:, None, :])
+        det = kernels.detection_draws(weights, m_ti, e_ti, n_ref[:, None, :])
         ref_w = kernels.weighted(weights, n_ref)  # (D, P)
         out = dict(det)
         out["mae"] = kernels.mae_draws(weights, abs_sum, n_pairs)

@@ -15,7 +15,7 @@ from ..metrics import calibration, curves, detection, timing
 from ..options import Options
 from .variables import describe, metric_name
 
-__all__ = ["derive", "edge_warnings", "concentration_warnings", "pair_statistics_of"]
+__all__ = ["derive", "edge_warnings", "concentration_warnings", "pair_statistics_of", "stored_statistics"]
 
 
 def _ufunc(func, *args):
@@ -101,6 +101,11 @@ def derive(ds: xr.Dataset, *, options: Options,
         # opening or extending) are not said twice.
         said = list(ds.attrs["warnings"])
         found = edge_warnings(result, options) + concentration_warnings(result, stats["mode"])
+        if "grid" in stats:  # SPEC §5, "Residuals on a grid" (results.quality); the verdict reads the records
+            from .quality import grid_warnings, quality_flags
+
+            found += grid_warnings(result, stats["grid"])
+            result.attrs["data_quality"] = quality_flags(result, stats["mode"], stats["grid"])
         new = [w for w in found if w not in said]
         if new:
             from ..errors import emit_warnings
@@ -229,7 +234,7 @@ def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, 
              lb) -> dict[str, xr.DataArray]:
     """SPEC §13: recall and precision at the shared threshold for each tolerance of ``tols``, over all stations."""
     matched_l = ds.matched_at_tol.sum("station")
-    emitted = tot["emitted"].sel(threshold=options.threshold, drop=True)
+    emitted = options.at_shared(tot["emitted"], drop=True)
     return {"recall_at_tol": _ufunc(detection.recall, matched_l, n_ref),
             lb("precision_lb_at_tol"): _ufunc(detection.precision, matched_l, emitted, n_ref)}
 
@@ -258,9 +263,26 @@ def pair_statistics_of(ds: xr.Dataset, options: Options) -> dict[str, dict[str, 
         g = int(key[lo])
         streams[(g // (nm * 2), (g // 2) % nm, g % 2)] = timing.pair_statistics(
             residual_ns[lo:hi], conf[lo:hi], group[lo:hi], thresholds=options.grid, tol=options.tol,
-            threshold=options.threshold, n_groups=ng)
+            threshold=options.threshold_of(g % 2), n_groups=ng)
     return timing.lay_out(streams, shape=(ds.sizes["dataset"], nm), n_thresholds=ds.sizes["threshold"],
                           n_groups=ng, grouped=grouped)
+
+
+def stored_statistics(ds: xr.Dataset, options: Options) -> dict[str, dict[str, np.ndarray]]:
+    """The statistics of the pairs as ``ds`` states them (its timing readings), in the form
+    :func:`pair_statistics_of` gives: what :func:`derive` is given where the pairs are not read (a store
+    opened lazily, :func:`pickscale.store.open_results`), so that every other reading is derived again."""
+    grouped = "pair_group" in ds or "n_by_group" in ds  # SPEC §14
+    out = timing.lay_out({}, shape=(ds.sizes["dataset"], ds.sizes["model"]), n_thresholds=options.grid.size,
+                         n_groups=ds.sizes.get("group", 0) if grouped else 0, grouped=grouped)
+    for name in out["sweep"]:
+        if name in ds:
+            out["sweep"][name] = np.asarray(ds[name].transpose("dataset", "model", "phase", "threshold").values)
+    for name in out["by_group"]:
+        if f"{name}_by_group" in ds:
+            out["by_group"][name] = np.asarray(ds[f"{name}_by_group"].transpose("dataset", "model", "phase",
+                                                                                "group").values)
+    return out
 
 
 def _timing(sweep: dict[str, np.ndarray]) -> dict[str, xr.DataArray]:

@@ -33,7 +33,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,8 @@ from ..options import Options
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .variables import STATION_FIELDS
 
-__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "union_edges", "bin_starts_ns"]
+__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "union_edges",
+           "bin_starts_ns"]
 
 #: The exact sums a store must hold to be extended (stores written before they were kept lack them).
 EXACT_FIELDS = ("cal_conf_limbs", "conf_sq_sums", "hit_conf_limbs")
@@ -78,14 +79,15 @@ def union_edges(options: Options, *sides: xr.Dataset) -> np.ndarray | None:
     return bin_edges(lo, hi, options.time_bin)
 
 
-def counts_of(ds: xr.Dataset, dataset: str, *, drop_models: tuple[str, ...] = ()) -> DatasetCounts:
+def counts_of(ds: xr.Dataset, dataset: str, *, drop_models: tuple[str, ...] = (),
+              with_pairs: bool = True) -> DatasetCounts:
     """One dataset's additive counts, rebuilt from a results Dataset (a store's, or a run's).
 
     Models present in ``dataset`` (less ``drop_models``), stations scored
     there; ``counts[name]`` on (models, …, stations) as the assembly holds them,
-    the exact limb sums included; pairs in dataset-local indices, grouped by
-    station, each station's in canonical order.  The time-bin axis is the
-    Dataset's own (see :func:`bin_starts_ns`).
+    the exact limb sums included; pairs (unless ``with_pairs`` is false) in
+    dataset-local indices, grouped by station, each station's in canonical
+    order.  The time-bin axis is the Dataset's own (see :func:`bin_starts_ns`).
     """
     missing = [name for name in EXACT_FIELDS if name not in ds]
     if missing:
@@ -103,6 +105,8 @@ def counts_of(ds: xr.Dataset, dataset: str, *, drop_models: tuple[str, ...] = ()
     n_reference = np.asarray(sub["n_reference"].transpose("phase", "station").values, dtype=np.int64)
     fe = np.asarray(sub["fine_emitted"].transpose("model", "phase", "fine_threshold").values, dtype=np.int64)
     fm = np.asarray(sub["fine_matched"].transpose("model", "phase", "fine_threshold").values, dtype=np.int64)
+    if not with_pairs:
+        return DatasetCounts(stations, models, n_reference, counts, fe, fm, {})
     # Pairs: those of the dataset and its kept models, in local indices, grouped by station (canonical inside).
     d = int(np.flatnonzero(ds["dataset"].values == dataset)[0])
     m_local = np.full(ds.sizes["model"], -1, dtype=np.int64)
@@ -231,15 +235,71 @@ def _empty(models: list[str] | None = None) -> DatasetCounts:
                          np.zeros((0, 2, 0), np.int64), {})
 
 
+def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str, list[str]],
+                  datasets: list[str], models: list[str],
+                  stations: list[str]) -> dict[int, list[dict[str, np.ndarray] | None]]:
+    """Each merged stream's pairs from both sides: ``{stream: [stored share, new share]}``, a share None
+    where a side has none.
+
+    A stream is a (dataset, model, phase) of the merged coordinates, coded ``(dataset · n_models + model)
+    · 2 + phase`` (:class:`pickscale.engine.pairs.Codes`); a share holds the stream's ``station`` (merged
+    index), ``residual_ns``, ``conf`` and ``group`` columns.  The pairs of a replaced (dataset, model) are
+    left out of the stored side.  Both sides hold their pairs in canonical order, and the merged
+    coordinates are sorted as each side's are, so every share comes in canonical order too (the stream
+    task sorts them together all the same).
+    """
+    def index(values: Any, into: list[str]) -> np.ndarray:
+        """Each side's coordinate value's index into the merged one (both sorted: the map is monotone)."""
+        at = {name: i for i, name in enumerate(into)}
+        return np.array([at.get(str(v), -1) for v in values], dtype=np.int64)
+
+    nm = len(models)
+    out: dict[int, list[dict[str, np.ndarray] | None]] = {}
+    for side, ds in enumerate((stored, new)):
+        d_of, m_of = index(ds["dataset"].values, datasets), index(ds["model"].values, models)
+        s_of = index(ds["station"].values, stations)
+        d, m = ds["pair_dataset"].values.astype(np.int64), ds["pair_model"].values.astype(np.int64)
+        keep = np.ones(d.size, dtype=bool)
+        if side == 0:
+            names, model_names = [str(v) for v in ds["dataset"].values], [str(v) for v in ds["model"].values]
+            for name, dropped in replaced.items():
+                gone = [i for i, model in enumerate(model_names) if model in dropped]
+                if name in names and gone:
+                    keep &= ~((d == names.index(name)) & np.isin(m, gone))
+        stream = (d_of[d] * nm + m_of[m]) * 2 + ds["pair_phase"].values.astype(np.int64)
+        # Seconds in the Dataset (ns / 1e9); within ±1e6 s, ×1e9 rounded gives the ns back exactly.
+        columns: dict[str, np.ndarray] = {"station": s_of[ds["pair_station"].values.astype(np.int64)].astype(np.int32),
+                   "residual_ns": np.round(ds["residual"].values * 1e9).astype(np.int64),
+                   "conf": ds["pair_conf"].values.astype(np.float64),
+                   "group": np.zeros(d.size, np.int32)}  # SPEC §14: stores with groups are not extended
+        if not keep.all():
+            stream, columns = stream[keep], {k: v[keep] for k, v in columns.items()}
+        if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
+            raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
+        order = np.argsort(stream, kind="stable")  # already stream-ordered (canonical): a check and a copy
+        stream = stream[order]
+        cuts = np.flatnonzero(np.diff(stream)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, stream.size]):
+            if hi > lo:
+                rows = order[lo:hi]
+                out.setdefault(int(stream[lo]), [None, None])[side] = {k: v[rows] for k, v in columns.items()}
+    return dict(sorted(out.items()))
+
+
 def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
                   replaced: Mapping[str, list[str]] | None = None,
-                  attrs: Mapping[str, Any] | None = None) -> xr.Dataset:
+                  attrs: Mapping[str, Any] | None = None,
+                  streams: Callable[[dict[int, list[Any]], int, int], Any] | None = None) -> xr.Dataset:
     """The results of ``stored`` and ``new`` together (same options), every metric derived again.
 
     ``same_arrivals[d]``: both sides scored the same arrivals of dataset ``d``
     (counted once); otherwise they add up.  ``replaced[d]``: stored models of
     ``d`` whose counts are dropped (the new run's take their place).
     ``attrs``: the merged Dataset's attributes (default: the stored ones).
+    ``streams``: how the pairs are merged and timed -- called with :func:`stream_shares`, the number of
+    datasets and of models, it returns the merged pairs and their statistics
+    (:func:`pickscale.engine.pairs.streams_of`: on the extension's cluster, where the pairs then stay);
+    by default they are merged here, station by station, with the counts.
     """
     options = Options.from_attrs(stored.attrs["options"])
     if Options.from_attrs(new.attrs["options"]) != options:
@@ -250,8 +310,10 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     per_dataset = {}
     for d in datasets:
         in_a, in_b = d in stored["dataset"].values, d in new["dataset"].values
-        a = counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))) if in_a else _empty()
-        b = counts_of(new, d) if in_b else _empty()
+        with_pairs = streams is None
+        a = (counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ())), with_pairs=with_pairs) if in_a
+             else _empty())
+        b = counts_of(new, d, with_pairs=with_pairs) if in_b else _empty()
         if not in_a:
             a.fine_emitted = np.zeros((0, 2, options.fine.size), np.int64)
             a.fine_matched = a.fine_emitted
@@ -262,4 +324,11 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
                                       same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b, dataset=d)
     out_attrs = dict(stored.attrs if attrs is None else attrs)
     out_attrs.pop("options", None)
-    return assemble(per_dataset, options=options, attrs=out_attrs)
+    pairs = None
+    if streams is not None:
+        models = sorted({m for c in per_dataset.values() for m in c.models})
+        stations = sorted({s for c in per_dataset.values() for s in c.stations})
+        shares = stream_shares(stored, new, replaced=replaced or {}, datasets=datasets, models=models,
+                               stations=stations)
+        pairs = streams(shares, len(datasets), len(models))
+    return assemble(per_dataset, options=options, attrs=out_attrs, pairs=pairs)

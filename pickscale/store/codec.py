@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-import zarr
 
 from pickscale import __version__
 from pickscale.errors import StoreError
 
 from ..results.variables import text
+from .checked import CheckedStore, Deferred
 from .manifest import MANIFEST
 from .paths import describe
 from .schema import MARKERS, VERSION
@@ -164,16 +164,23 @@ def _json_value(value: Any, where: str) -> Any:
     )
 
 
-def dataset_from_files(store: pathlib.Path, files: Mapping[str, bytes]) -> xr.Dataset:
-    """Decode the checked bytes of a store (held in memory) into a loaded Dataset."""
-    from zarr.core.buffer import default_buffer_prototype
+def dataset_from_files(store: pathlib.Path, files: Mapping[str, bytes], *,
+                       deferred: Deferred | None = None) -> xr.Dataset:
+    """Decode the checked bytes of a store (held in memory) into a loaded Dataset.
 
-    buffer = default_buffer_prototype().buffer
-    memory = zarr.storage.MemoryStore(
-        {rel: buffer.from_bytes(data) for rel, data in files.items() if rel != MANIFEST}, read_only=True
-    )
+    ``deferred``: files left to read when used (checked then); the variables whose chunks they are stay
+    lazy (xarray's lazily indexed arrays: a slice reads the chunks it needs).
+    """
+    memory = CheckedStore({rel: data for rel, data in files.items() if rel != MANIFEST},
+                          deferred or Deferred(store, {}, identity=None))
     try:
-        ds = xr.open_zarr(memory, consolidated=True, zarr_format=3, chunks=None).load()
+        ds = xr.open_zarr(memory, consolidated=True, zarr_format=3, chunks=None)
+        lazy = {rel.split("/c/", 1)[0] for rel in (deferred.entries if deferred else ())}
+        for name, variable in ds.variables.items():
+            if name not in lazy:
+                variable.load()
+    except StoreError:
+        raise
     except Exception as exc:  # an unknown codec, metadata Zarr refuses, ...
         raise StoreError(f"could not open results store {store}: {describe(exc)}") from exc
     return _decoded_text(ds)

@@ -17,7 +17,8 @@ Examples
 >>> _ = (store / "zarr.json").write_text("{}")
 >>> write_manifest(store)
 >>> files = {"zarr.json": b"{}", MANIFEST: (store / MANIFEST).read_bytes()}
->>> check_manifest(store, files)  # nothing to say
+>>> sorted(check_manifest(store, files))  # nothing to say; the entries it checked
+['zarr.json']
 >>> try:
 ...     check_manifest(store, {**files, "zarr.json": b"[]"})
 ... except StoreError as exc:
@@ -117,21 +118,32 @@ def read_manifest(store: pathlib.Path, raw: bytes | None) -> dict[str, dict[str,
     return files
 
 
-def check_manifest(store: pathlib.Path, files: Mapping[str, bytes]) -> None:
-    """Refuse a store whose files differ from those its manifest lists (names, sizes, SHA-256)."""
+def check_manifest(store: pathlib.Path, files: Mapping[str, bytes], *,
+                   sizes: Mapping[str, int] | None = None) -> dict[str, dict[str, Any]]:
+    """Refuse a store whose files differ from those its manifest lists (names, sizes, SHA-256); its entries.
+
+    ``sizes``: files not read yet (relative path -> size), checked by name and size only here (their
+    bytes are checked when read: :class:`pickscale.store.checked.Deferred`).
+    """
     listed = read_manifest(store, files.get(MANIFEST))
+    sizes = sizes or {}
     bad = []
     for rel, entry in listed.items():
         data = files.get(rel)
-        if data is None:
+        if rel in sizes:
+            if sizes[rel] != entry["size"]:
+                bad.append(f"{rel} has {sizes[rel]} bytes, not {entry['size']}")
+        elif data is None:
             bad.append(f"{rel} is missing")
         elif len(data) != entry["size"]:
             bad.append(f"{rel} has {len(data)} bytes, not {entry['size']}")
         elif hashlib.sha256(data).hexdigest() != entry["sha256"]:
             bad.append(f"{rel} has changed (its SHA-256 differs)")
-    bad += [f"{rel} is not in the manifest (an extra file)" for rel in files if rel != MANIFEST and rel not in listed]
+    bad += [f"{rel} is not in the manifest (an extra file)" for rel in [*files, *sizes]
+            if rel != MANIFEST and rel not in listed]
     if bad:
         shown = "; ".join(bad[:3]) + (" …" if len(bad) > 3 else "")
-        total = len(set(listed) | set(files) - {MANIFEST})
+        total = len(set(listed) | set(files) | set(sizes) - {MANIFEST})
         raise damaged(store, f"{len(bad)} of its {total} files are missing, changed or not in its manifest "
                               f"{MANIFEST} ({shown})")
+    return listed

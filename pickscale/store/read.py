@@ -13,6 +13,7 @@ change means the store is damaged.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import stat as _stat
@@ -23,6 +24,7 @@ import xarray as xr
 
 from pickscale.errors import StoreError
 
+from .checked import Deferred
 from .codec import dataset_from_files
 from .consistency import check_results
 from .manifest import MANIFEST, check_manifest
@@ -36,8 +38,8 @@ _READ_ATTEMPTS = 5
 
 
 def open_results(path: PathLike, *, version: str | None = None,
-                 storage_options: dict[str, Any] | None = None) -> xr.Dataset:
-    """Read a complete pickscale results store into memory, checked.
+                 storage_options: dict[str, Any] | None = None, lazy: bool = True) -> xr.Dataset:
+    """Read a complete pickscale results store, checked: everything in memory but the residual pairs.
 
     The store is checked before it is opened: it must exist, be a Zarr v3
     store, carry the completeness marker written at the end of
@@ -53,6 +55,18 @@ def open_results(path: PathLike, *, version: str | None = None,
     mixture of the store being replaced by ``save(..., overwrite=True)`` (or
     ``pickscale score --overwrite``) and its successor.  If the store is
     replaced while being read, the read is retried (up to 5 attempts).
+
+    The residual pairs (the variables of dimension ``pair``: ``residual``,
+    ``pair_*``) are the part of results that grows with the data; by default
+    (``lazy``) they are read when used, a chunk at a time -- a notebook that
+    slices one model's residuals reads those chunks only -- and each chunk
+    file is checked against the manifest the store was opened with as it is
+    read (its size is checked on opening): a chunk that differs, because the
+    store was replaced or damaged since, is a ``StoreError``, never other
+    numbers.  What lazy opening does not check (SPEC §15): the pairs'
+    agreement with the rest of the store (indices in range, canonical order,
+    the timing readings they give), which needs every pair; ``lazy=False``
+    reads everything and checks that too.
     Reading whole is the price of that guarantee: results hold counts and
     metrics, small next to the catalogue, but the per-station counts grow
     with the stations (10^5 stations, 3 models, 1 M pairs: about 250 MB on
@@ -72,15 +86,19 @@ def open_results(path: PathLike, *, version: str | None = None,
     storage_options : dict, optional
         A URL only: fsspec's options for it, as for :func:`~pickscale.store.save`;
         default the environment's.
+    lazy : bool, default True
+        A local store: the residual pairs read when used (above); False: read
+        whole, and checked whole.  A store on object storage is read whole.
 
     Returns
     -------
     xarray.Dataset
-        The results, loaded (NumPy-backed; ``.load()`` is a no-op), detached
-        from the folder: overwriting or deleting the store afterwards does not
-        change it.  Text coordinates are NumPy ``StringDType``, as in the
-        Dataset :func:`pickscale.score` returns and as plain ``xr.open_zarr``
-        gives them.
+        The results, loaded (NumPy-backed) but for the pairs when ``lazy``:
+        ``.load()`` reads those.  Loaded, it is detached from the folder:
+        overwriting or deleting the store afterwards does not change it (the
+        pairs not loaded yet then fail to read, with a ``StoreError``).  Text
+        coordinates are NumPy ``StringDType``, as in the Dataset
+        :func:`pickscale.score` returns and as plain ``xr.open_zarr`` gives them.
 
     Raises
     ------
@@ -108,6 +126,18 @@ def open_results(path: PathLike, *, version: str | None = None,
     >>> res = open_results(target).load()
     >>> res["emitted"].sel(phase="S").item()
     7
+
+    Results, with their pairs read when used:
+
+    >>> import pandas as pd, pickscale
+    >>> ref = pd.DataFrame({"station": ["A", "B"], "phase": ["P", "P"], "time": [10.0, 20.0]})
+    >>> picks = ref.assign(time=[10.1, 19.8], conf=[0.9, 0.8], model=["m", "n"])
+    >>> target = save(pickscale.score(ref, picks), pathlib.Path(tempfile.mkdtemp()) / "results.zarr")
+    >>> res = open_results(target)
+    >>> res.residual.variable._in_memory, res.recall.variable._in_memory
+    (False, True)
+    >>> res.residual.where(res.pair_model == 1, drop=True).values.round(3).tolist()
+    [-0.2]
     """
     from .remote import is_remote
 
@@ -116,13 +146,13 @@ def open_results(path: PathLike, *, version: str | None = None,
     store = local_store_path(path, what="results store")
     for attempt in range(_READ_ATTEMPTS):
         try:
-            files = _checked_snapshot(store)
+            files, deferred = _checked_snapshot(store, lazy=lazy)
         except _Replaced:
             time.sleep(0.005 * 2**attempt)
             continue
-        ds = dataset_from_files(store, files)
+        ds = dataset_from_files(store, files, deferred=deferred)
         # The manifest catches accidents, not edits: the numbers must also agree with each other.
-        check_results(store, ds)
+        check_results(store, ds, pairs=deferred is None)
         return ds
     if not os.path.lexists(store):
         raise StoreError(f"no results store at {store}: the path does not exist")
@@ -160,8 +190,9 @@ def _identity(store: pathlib.Path) -> tuple[Any, ...] | None:
     return (st.st_dev, st.st_ino, _stat.S_IFMT(st.st_mode), manifest)
 
 
-def _checked_snapshot(store: pathlib.Path) -> dict[str, bytes]:
-    """Every file of the store (relative path -> bytes), checked against its manifest.
+def _checked_snapshot(store: pathlib.Path, *, lazy: bool = False) -> tuple[dict[str, bytes], Deferred | None]:
+    """Every file of the store (relative path -> bytes), checked against its manifest; with ``lazy``,
+    the pair variables' chunk files left to read when used (their sizes checked), as a :class:`Deferred`.
 
     Raises StoreError when the store is not a complete pickscale store of this
     schema or is damaged, and :class:`_Replaced` when a check failed because
@@ -172,12 +203,16 @@ def _checked_snapshot(store: pathlib.Path) -> dict[str, bytes]:
         if siblings(store, "old"):  # a save is between its two renames: the new store comes next
             raise _Replaced()
         raise StoreError(f"no results store at {store}: the path does not exist")
+    deferred = None
     try:
         root = read_root_meta(store)
         check_pickscale_attrs(store, root_attrs(store, root))
-        files = _read_files(store)
+        later = _pair_chunks(root) if lazy else ()
+        files, sizes = _read_files(store, later=later)
         files["zarr.json"] = root
-        check_manifest(store, files)
+        listed = check_manifest(store, files, sizes=sizes)
+        if sizes:
+            deferred = Deferred(store, {rel: listed[rel] for rel in sizes}, identity=before, identify=_identity)
     except (StoreError, OSError) as exc:
         if _identity(store) != before:
             raise _Replaced() from exc
@@ -185,25 +220,44 @@ def _checked_snapshot(store: pathlib.Path) -> dict[str, bytes]:
             raise StoreError(f"could not read results store {store}: {describe(exc)}") from exc
         raise
     # Every byte matched the manifest: whatever happened to the folder meanwhile,
-    # these files are the one store that manifest describes.
-    return files
+    # these files are the one store that manifest describes (and the deferred ones are checked when read).
+    return files, deferred
 
 
-def _read_files(store: pathlib.Path) -> dict[str, bytes]:
-    """Relative path -> bytes of every file of a store but its root ``zarr.json``."""
+#: The dimension of the variables read when used (:func:`open_results`): the residual pairs.
+LAZY_DIMENSION = "pair"
+
+
+def _pair_chunks(root: bytes) -> tuple[str, ...]:
+    """The folder prefixes (``residual/c/``) of the chunks of the variables of dimension ``pair``."""
+    try:
+        arrays = json.loads(root)["consolidated_metadata"]["metadata"]
+    except (ValueError, KeyError, TypeError):
+        return ()  # (no consolidated metadata: the manifest or opening names what is wrong)
+    return tuple(f"{name}/c/" for name, meta in sorted(arrays.items())
+                 if isinstance(meta, dict) and meta.get("dimension_names") == [LAZY_DIMENSION])
+
+
+def _read_files(store: pathlib.Path, *, later: tuple[str, ...] = ()) -> tuple[dict[str, bytes], dict[str, int]]:
+    """Relative path -> bytes of every file of a store but its root ``zarr.json``, and relative path -> size
+    of those under the prefixes ``later`` (not read)."""
 
     def fail(exc: OSError) -> None:
         raise exc
 
-    out = {}
+    out, sizes = {}, {}
     for folder, dirs, names in os.walk(store, onerror=fail):
         dirs.sort()
         for name in sorted(names):
             path = pathlib.Path(folder, name)
             rel = path.relative_to(store).as_posix()
-            if rel != "zarr.json":
+            if rel == "zarr.json":
+                continue
+            if rel.startswith(later):
+                sizes[rel] = path.stat().st_size
+            else:
                 out[rel] = path.read_bytes()
-    return out
+    return out, sizes
 
 
 def read_lazily(ds: xr.Dataset, path: PathLike, *, version: str | None = None,

@@ -24,6 +24,7 @@ from tests.helpers.checks import TABLE_NAMES, assert_same_csv, cli_flags, csv_by
 TITLES = ("DETECTION at the shared threshold", "ONSET TIME at the shared threshold", "CALIBRATION",
           "PHASE QUALITY at the shared threshold")
 LB_NOTE = "_lb = lower bound"
+VERDICT = "VERDICT per dataset and phase"
 # SPEC §1 aliases (canonical first), as a user would need them listed.
 ALIASES = {
     "time": ("time", "pick_time", "arrival_time", "peak_time", "phase_time", "peak", "onset", "timestamp"),
@@ -68,15 +69,16 @@ def test_score_then_report(cat, tmp_path, capsys):
     ref_path, picks_path = write_inputs(cat, inputs)
     out = tmp_path / "run"
     code, stdout, stderr = run(["score", "--reference", ref_path, "--picks", picks_path, "--out", out,
-                                "--workers", "1"], capsys)
+                                "--workers", "1", "--verbose"], capsys)
     assert code == 0, stderr
     assert no_default_client()
     assert (out / "results.zarr").is_dir()
     written = {name: (out / f"{name}.csv").read_bytes() for name in TABLE_NAMES}
-    # The four tables and the _lb note are printed, in this order.
+    # With --verbose the four tables and the _lb note are printed, in this order, and the verdict last.
     positions = [stdout.index(title) for title in TITLES]
     assert positions == sorted(positions)
     assert LB_NOTE in stdout
+    assert stdout.index(VERDICT) > positions[-1]
     for model in ("alpha", "beta", "gamma"):
         assert model in stdout
     # The files hold what the library computes on the local scheduler, and what the store holds.
@@ -101,7 +103,12 @@ def test_score_then_report(cat, tmp_path, capsys):
     code, stdout, stderr = run(["report", out / "results.zarr", "--out", out2], capsys)
     assert code == 0, stderr
     assert_same_csv({name: (out2 / f"{name}.csv").read_bytes() for name in TABLE_NAMES}, written)
-    assert all(title in stdout for title in TITLES) and LB_NOTE in stdout
+    # Without --verbose: the verdict (naming the models) and no table.
+    assert not any(title in stdout for title in TITLES) and VERDICT in stdout and LB_NOTE in stdout
+    assert "best at matched budget" in stdout and all(model in stdout for model in ("alpha", "beta", "gamma"))
+    code, stdout, stderr = run(["report", out / "results.zarr", "--out", out2, "--verbose", "--overwrite"], capsys)
+    assert code == 0, stderr
+    assert all(title in stdout for title in TITLES) and LB_NOTE in stdout and VERDICT in stdout
     # Without --out, next to the store.
     copy = tmp_path / "copy"
     shutil.copytree(out / "results.zarr", copy / "results.zarr")
@@ -120,7 +127,8 @@ def test_console_script_entry_point(cat, tmp_path):
     ds = pickscale.score(*map(str, write_inputs(cat, tmp_path / "in")))
     pickscale.save(ds, tmp_path / "results.zarr")
     proc = subprocess.run(_console_script() + ["report", str(tmp_path / "results.zarr"), "--out",
-                                               str(tmp_path / "tables"), *cli_flags("report", "--no-figures")],
+                                               str(tmp_path / "tables"), "--verbose",
+                                               *cli_flags("report", "--no-figures")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert all(title in proc.stdout for title in TITLES)
@@ -280,7 +288,7 @@ def test_usage_errors(tmp_path, capsys, monkeypatch, argv, needle):
 @pytest.mark.cluster
 def test_demo_facts(tmp_path, capsys):
     out = tmp_path / "demo"
-    code, stdout, stderr = run(["demo", "--out", out, "--workers", "1"], capsys)
+    code, stdout, stderr = run(["demo", "--out", out, "--workers", "1", "--verbose"], capsys)
     assert code == 0, stderr
     assert (out / "results.zarr").is_dir() and (out / "inputs" / "picks.csv").is_file()
     det = pd.read_csv(out / "detection.csv")

@@ -70,8 +70,8 @@ def test_a_stream_is_the_same_whatever_pieces_it_comes_in(rows, cuts):
             "conf": np.array([r[2] for r in rows], np.float64), "group": np.array([r[3] for r in rows], np.int32)}
     bounds = sorted({0, len(rows), *(c for c in cuts if c <= len(rows))})
     shares = [{k: v[a:b] for k, v in cols.items()} for a, b in zip(bounds[:-1], bounds[1:])]
-    whole, stats = stream_of(cols, options=o)
-    split, split_stats = stream_of(*reversed(shares), None, options=o)
+    whole, stats = stream_of(cols, options=o, phase=0)
+    split, split_stats = stream_of(*reversed(shares), None, options=o, phase=0)
     for k in cols:
         assert whole[k].tobytes() == split[k].tobytes()
     order = np.lexsort((whole["group"], whole["conf"], whole["residual_ns"], whole["station"]))

@@ -55,12 +55,14 @@ never hides a module of the same name.)
 
 Example
 -------
->>> import pickscale
 >>> from pickscale.report import figures
->>> from pickscale.demo import catalogue
->>> ds = pickscale.score(*catalogue())                           # doctest: +SKIP
->>> figs = figures.figures(ds)                                    # doctest: +SKIP
->>> figures.save_figures(ds, "figures", format="svg")             # doctest: +SKIP
+>>> figs = figures.figures(ds, names=["stations"])  # ds: the demo results (pickscale.score(*demo.catalogue()))
+>>> figs["stations"].axes[0].get_ylabel()
+'station · dataset  (reference arrivals)'
+>>> [p.name for p in figures.save_figures(ds, tmp, format="svg", names=["stations"])]  # tmp: a temporary folder
+['stations.svg']
+>>> (tmp / "stations.svg").read_text()[:5]
+'<?xml'
 """
 
 from __future__ import annotations

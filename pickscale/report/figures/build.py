@@ -71,10 +71,13 @@ def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, 
 
     Examples
     --------
-    >>> import pickscale, pickscale.report.figures
-    >>> ds = pickscale.open_results("run/results.zarr")      # doctest: +SKIP
-    >>> sorted(pickscale.report.figures.figures(ds))                    # doctest: +SKIP
-    ['operating_curves', 'recall_treatments', 'reliability', 'residuals', 'stations', 'timing']
+    >>> import pickscale.report.figures
+    >>> figs = pickscale.report.figures.figures(ds, names=["timing", "stations"])  # ds: the demo results
+    >>> {name: type(fig).__name__ for name, fig in figs.items()}
+    {'timing': 'Figure', 'stations': 'Figure'}
+    >>> figure_names(ds)  # the default: FIGURES, then those of time bins, tolerances and groups
+    ['recall_treatments', 'operating_curves', 'timing', 'residuals', 'reliability', 'stations',
+     'recall_over_time', 'recall_vs_tolerance', 'recall_by_group']
     """
     chosen = _default_names(ds) if names is None else list(names)
     unknown = [n for n in chosen if n not in _BUILDERS]
@@ -119,10 +122,11 @@ def save_figures(
 
     Examples
     --------
-    >>> import pickscale, pickscale.report.figures
-    >>> ds = pickscale.open_results("run/results.zarr")                  # doctest: +SKIP
-    >>> pickscale.report.figures.save_figures(ds, "run/figures", format="pdf")      # doctest: +SKIP
-    [PosixPath('run/figures/recall_treatments.pdf'), ...]
+    >>> import pickscale.report.figures
+    >>> paths = pickscale.report.figures.save_figures(ds, tmp / "figures", names=["recall_treatments", "timing"],
+    ...                                               dpi=50)  # ds: the demo results; tmp: a temporary folder
+    >>> [(p.parent.name, p.name, p.read_bytes()[1:4]) for p in paths]
+    [('figures', 'recall_treatments.png', b'PNG'), ('figures', 'timing.png', b'PNG')]
     """
     fmt = format.lower().lstrip(".")
     if fmt not in ("png", "svg", "pdf"):

@@ -8,7 +8,7 @@ threshold reads each model at a different operating point.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ...options import PHASES
+from ...options import PHASES, SharedThreshold
 from ...results import metric_name
 from .selection import cap_models, is_present, n_reference, names_of, options_of, subsets
 from .style import MAX_MODELS, REF, caption, empty_note, fmt_theta, lb_label, model_colors, styled
@@ -67,7 +67,7 @@ class CalibrationPanel:
 class CalibrationCurves:
     """The numbers :func:`reliability` draws."""
 
-    threshold: float
+    threshold: SharedThreshold
     floor: float
     exhaustive: bool
     observed_name: str
@@ -102,10 +102,8 @@ def calibration_curves(
 
     Examples
     --------
-    >>> import pickscale
-    >>> from pickscale.demo import catalogue
-    >>> cal = calibration_curves(pickscale.score(*catalogue()))                 # doctest: +SKIP
-    >>> [line.model for line in cal.panels[("aftershocks_north", "P")].lines]  # doctest: +SKIP
+    >>> cal = calibration_curves(ds)  # ds: the demo results
+    >>> [line.model for line in cal.panels[("aftershocks_north", "P")].lines]
     ['late', 'liberal', 'sharp']
     """
     opts = options_of(ds)
@@ -184,9 +182,10 @@ def reliability(
 
     Examples
     --------
-    >>> import pickscale, pickscale.report.figures
-    >>> from pickscale.demo import catalogue
-    >>> fig = pickscale.report.figures.reliability(pickscale.score(*catalogue()))  # doctest: +SKIP
+    >>> import pickscale.report.figures
+    >>> fig = pickscale.report.figures.reliability(ds)  # ds: the demo results
+    >>> len(fig.axes), fig.axes[0].get_xlabel()  # one panel per (dataset, phase)
+    (4, 'confidence of the picks (mean of the bin)')
     """
     data = calibration_curves(ds, datasets=datasets, models=models)
     colors = model_colors(names_of(ds.model.values))
@@ -237,7 +236,8 @@ def _calibration_panel(ax: Axes, panel: CalibrationPanel, data: CalibrationCurve
                        area: Callable[[object], np.ndarray]) -> None:
     """One dataset and phase: the diagonal, the shared threshold, and a line with intervals per model."""
     ax.plot([0, 1], [0, 1], color="#9a9a9a", ls="--", lw=0.9, zorder=1)
-    ax.axvline(data.threshold, color="#9a9a9a", ls=":", lw=0.9, zorder=1)
+    theta = data.threshold[panel.phase] if isinstance(data.threshold, Mapping) else data.threshold
+    ax.axvline(theta, color="#9a9a9a", ls=":", lw=0.9, zorder=1)
     for line in panel.lines:
         m, c = line.model, colors[line.model]
         ci = f" [{line.ece_ci[0]:.3f}, {line.ece_ci[1]:.3f}]" if line.ece_ci is not None else ""

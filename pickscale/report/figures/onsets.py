@@ -23,8 +23,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, NullLocator
 
-from ...options import PHASES
-from .selection import cap_models, is_present, n_reference, names_of, options_of, subsets, threshold_index
+from ...options import PHASES, SharedThreshold
+from .selection import cap_models, is_present, n_reference, names_of, options_of, subsets
 from .style import (
     MAX_MODELS,
     REF,
@@ -51,7 +51,7 @@ Cell = tuple[str, str, str]  # (dataset, model, phase)
 class OnsetErrors:
     """The numbers :func:`timing` draws."""
 
-    threshold: float
+    threshold: SharedThreshold
     tol: float
     residual_tol: float
     models: list[str]
@@ -80,21 +80,18 @@ def onset_errors(
 
     Examples
     --------
-    >>> import pickscale
-    >>> from pickscale.demo import catalogue
-    >>> err = onset_errors(pickscale.score(*catalogue()), models=["late"])   # doctest: +SKIP
-    >>> round(err.bias[("aftershocks_north", "late", "P")], 2)               # doctest: +SKIP
+    >>> err = onset_errors(ds, models=["late"])  # ds: the demo results
+    >>> round(err.bias[("aftershocks_north", "late", "P")], 2)
     0.15
     """
     opts = options_of(ds)
     dsets, mods = subsets(ds, datasets, models)
     mods, cap_note = cap_models(ds, dsets, mods, MAX_MODELS["timing"])
-    ti = threshold_index(ds, opts.threshold)
     sub: dict[str, Any] = dict(dataset=dsets, model=mods)
-    mae, medae = ds.mae.isel(threshold=ti).sel(**sub).load(), ds.medae.isel(threshold=ti).sel(**sub).load()
-    bias = ds.bias.isel(threshold=ti).sel(**sub).load()
-    gross = ds.gross_error_rate.isel(threshold=ti).sel(**sub).load()
-    npairs = ds["n"].isel(threshold=ti).sel(**sub).load()
+    mae, medae = opts.at_shared(ds.mae).sel(**sub).load(), opts.at_shared(ds.medae).sel(**sub).load()
+    bias = opts.at_shared(ds.bias).sel(**sub).load()
+    gross = opts.at_shared(ds.gross_error_rate).sel(**sub).load()
+    npairs = opts.at_shared(ds["n"]).sel(**sub).load()
     n_ref = n_reference(ds)
     # Row layout shared by both panels: a header per dataset, then its models.
     rows: list[tuple[str, str | None]] = []
@@ -162,9 +159,10 @@ def timing(
 
     Examples
     --------
-    >>> import pickscale, pickscale.report.figures
-    >>> from pickscale.demo import catalogue
-    >>> fig = pickscale.report.figures.timing(pickscale.score(*catalogue()))  # doctest: +SKIP
+    >>> import pickscale.report.figures
+    >>> fig = pickscale.report.figures.timing(ds)  # ds: the demo results
+    >>> len(fig.axes), fig.axes[0].get_xlabel()  # one panel per phase
+    (2, 'onset error (s)   bias: early < 0 < late')
     """
     data = onset_errors(ds, datasets=datasets, models=models)
     colors = model_colors(names_of(ds.model.values))
@@ -310,7 +308,7 @@ class ResidualPanel:
 class ResidualHistograms:
     """The numbers :func:`residuals` draws."""
 
-    threshold: float
+    threshold: SharedThreshold
     tol: float
     datasets: list[str]
     #: One row per model: those with a pair, and those that ran on a selected dataset without one.
@@ -335,11 +333,9 @@ def residual_histograms(
 
     Examples
     --------
-    >>> import pickscale
-    >>> from pickscale.demo import catalogue
-    >>> h = residual_histograms(pickscale.score(*catalogue()), models=["late"])  # doctest: +SKIP
-    >>> h.panels[("late", "P")].median > 0.1                                        # doctest: +SKIP
-    True
+    >>> h = residual_histograms(ds, models=["late"])  # ds: the demo results
+    >>> round(h.panels[("late", "P")].median, 2)  # late by 0.15 s
+    0.15
     """
     opts = options_of(ds)
     dsets, mods = subsets(ds, datasets, models)
@@ -348,7 +344,9 @@ def residual_histograms(
     pd_ = ds.pair_dataset.values
     pm, pp = ds.pair_model.values, ds.pair_phase.values
     res, conf = ds.residual.values, ds.pair_conf.values
-    keep = (conf >= opts.threshold) & np.isin(pd_, [all_d.index(d) for d in dsets])
+    # Each pair at the shared threshold of its phase (SPEC §2).
+    keep = ((conf >= np.asarray(opts.phase_thresholds)[pp.astype(np.int64)])
+            & np.isin(pd_, [all_d.index(d) for d in dsets]))
     rows = [m for m in mods if np.any(keep & (pm == all_m.index(m)))]
     # Models that ran on a selected dataset but left no pair there still deserve a row.
     rows = [m for m in mods if m in rows or any(is_present(ds, d, m) for d in dsets)]
@@ -409,9 +407,10 @@ def residuals(
 
     Examples
     --------
-    >>> import pickscale, pickscale.report.figures
-    >>> from pickscale.demo import catalogue
-    >>> fig = pickscale.report.figures.residuals(pickscale.score(*catalogue()), bin_width=0.05)  # doctest: +SKIP
+    >>> import pickscale.report.figures
+    >>> fig = pickscale.report.figures.residuals(ds, bin_width=0.05)  # ds: the demo results
+    >>> len(fig.axes), fig.texts[0].get_text()  # models × phases
+    (6, 'pairs per 50 ms bin (log scale)')
     """
     data = residual_histograms(ds, datasets=datasets, models=models, bin_width=bin_width)
     colors = model_colors(names_of(ds.model.values))

@@ -150,8 +150,12 @@ def over_time_rows(
 
     Examples
     --------
-    >>> panels, note = over_time_rows(ds)  # doctest: +SKIP
-    >>> panels[0].recall["sharp"][:3]  # doctest: +SKIP
+    >>> panels, note = over_time_rows(ds)  # ds: the demo results, scored with time_bin="2h"
+    >>> p = panels[0]
+    >>> p.dataset, p.phase, p.starts.astype("datetime64[h]").astype(str).tolist()
+    ('aftershocks_north', 'P', ['2024-03-01T00', '2024-03-01T02', '2024-03-01T04', '2024-03-01T06'])
+    >>> p.n_reference.tolist(), p.recall["sharp"].round(2).tolist(), p.few.tolist()
+    ([67, 34, 35, 0], [0.82, 0.82, 0.86, nan], [False, False, False, True])
     """
     columns, note = recall_columns(ds, n_reference="n_reference_over_time", recall="recall_over_time",
                                    figure="recall_over_time", models=models)

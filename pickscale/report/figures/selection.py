@@ -99,8 +99,7 @@ def rank_models(ds: xr.Dataset, dsets: Sequence[str], mods: Sequence[str]) -> li
     both phases where the model ran (ties and models without a recall: by name)."""
     if not mods:
         return []
-    ti = threshold_index(ds, options_of(ds).threshold)
-    rec = ds.recall.isel(threshold=ti).sel(dataset=list(dsets), model=list(mods))
+    rec = options_of(ds).at_shared(ds.recall).sel(dataset=list(dsets), model=list(mods))
     present = ds.model_present.sel(dataset=list(dsets), model=list(mods))
     vals = np.asarray(rec.where(present).transpose("model", ...).values, dtype=float).reshape(len(mods), -1)
     with np.errstate(invalid="ignore"):

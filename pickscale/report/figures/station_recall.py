@@ -27,7 +27,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
-from .selection import cap_models, names_of, options_of, subsets, threshold_index
+from ...options import SharedThreshold
+from .selection import cap_models, names_of, options_of, subsets
 from .style import FEW_ARRIVALS, MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, styled, text_color
 
 __all__ = ["StationRow", "FewStations", "StationRecall", "station_rows", "stations"]
@@ -58,7 +59,7 @@ class FewStations:
 class StationRecall:
     """The numbers :func:`stations` draws."""
 
-    threshold: float
+    threshold: SharedThreshold
     models: list[str]
     cap_note: str
     #: The rows shown, worst first (lowest mean recall over the models that ran), each with at least
@@ -104,18 +105,15 @@ def station_rows(
 
     Examples
     --------
-    >>> import pickscale
-    >>> from pickscale.demo import catalogue
-    >>> rows = station_rows(pickscale.score(*catalogue()), max_stations=3)   # doctest: +SKIP
-    >>> len(rows.rows), rows.extent                                           # doctest: +SKIP
-    (3, 'worst 3 of 12 stations')
+    >>> rows = station_rows(ds, max_stations=3)  # ds: the demo results
+    >>> len(rows.rows), rows.extent, rows.rows[0].station
+    (3, 'worst 3 of 8 station × dataset rows', 'XX.SO02')
     """
     opts = options_of(ds)
     dsets, mods = subsets(ds, datasets, models)
     mods, cap_note = cap_models(ds, dsets, mods, MAX_MODELS["stations"])
-    ti = threshold_index(ds, opts.threshold)
     k = max(int(min_arrivals), 0)
-    matched = ds.matched.isel(threshold=ti).sum("phase").sel(dataset=dsets, model=mods)  # (d, m, s)
+    matched = opts.at_shared(ds.matched).sum("phase").sel(dataset=dsets, model=mods)  # (d, m, s)
     nref = ds.n_reference.sum("phase").sel(dataset=dsets)  # (d, s)
     scored = ds.station_scored.sel(dataset=dsets)
     present = ds.model_present.sel(dataset=dsets, model=mods)
@@ -236,9 +234,10 @@ def stations(
 
     Examples
     --------
-    >>> import pickscale, pickscale.report.figures
-    >>> from pickscale.demo import catalogue
-    >>> fig = pickscale.report.figures.stations(pickscale.score(*catalogue()), max_stations=20)  # doctest: +SKIP
+    >>> import pickscale.report.figures
+    >>> fig = pickscale.report.figures.stations(ds, max_stations=20)  # ds: the demo results
+    >>> [label.get_text() for label in fig.axes[0].get_yticklabels()][:2]  # worst first
+    ['XX.SO02 · aftershocks_south  (58)', 'XX.NO04 · aftershocks_north  (62)']
     """
     data = station_rows(ds, datasets=datasets, models=models, max_stations=max_stations,
                         min_arrivals=min_arrivals)

@@ -31,6 +31,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
 
+from ..verdict import FEW_ARRIVALS as _FEW_ARRIVALS
+
 __all__ = [
     "PALETTE",
     "MAX_MODELS",
@@ -93,9 +95,9 @@ MAX_MODELS: dict[str, int] = {
     "stations": 24,
 }
 #: Fewer reference arrivals than this and a recall is drawn de-emphasised (hollow marks, lighter bars) or set
-#: apart (the stations figure pools such stations): with n arrivals one arrival more or less moves recall by
-#: 1/n, more than 0.1 below 10, and the 95 % Wilson interval of 7 found of 9 spans 0.45–0.94.
-FEW_ARRIVALS = 10
+#: apart (the stations figure pools such stations), as the verdict warns (declared there: printing needs no
+#: matplotlib).
+FEW_ARRIVALS = _FEW_ARRIVALS
 REF = "#222222"  # reference lines
 NODATA = "#d9d9d9"  # cells / notes for "not scored"
 _TEXT2PATH = TextToPath()
@@ -298,8 +300,10 @@ def fmt_s(seconds: float) -> str:
     return fmt_signed_s(abs(float(seconds))).lstrip("+")
 
 
-def fmt_theta(theta: float) -> str:
-    """A threshold as written in captions and legends: ``0.3``."""
+def fmt_theta(theta: float | Mapping[str, float]) -> str:
+    """A threshold as written in captions and legends: ``0.3``; one per phase (SPEC §2): ``P 0.5 / S 0.3``."""
+    if isinstance(theta, Mapping):
+        return " / ".join(f"{phase} {float(value):g}" for phase, value in theta.items())
     return f"{theta:g}"
 
 

@@ -41,8 +41,11 @@ def tolerance_rows(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> tu
 
     Examples
     --------
-    >>> panels, note = tolerance_rows(ds)  # doctest: +SKIP
-    >>> panels[0].recall["sharp"]  # doctest: +SKIP
+    >>> panels, note = tolerance_rows(ds)  # ds: the demo results, scored with tols=[0.1, 0.2, 0.5]
+    >>> [(p.dataset, p.phase) for p in panels][:2], note
+    ([('aftershocks_north', 'P'), ('aftershocks_north', 'S')], '')
+    >>> panels[0].tols.tolist(), {m: r.round(2).tolist() for m, r in panels[0].recall.items()}
+    ([0.1, 0.2, 0.5], {'late': [0.01, 0.8, 0.83], 'liberal': [0.9, 0.95, 0.95], 'sharp': [0.83, 0.83, 0.83]})
     """
     dsets = names_of(ds["dataset"].values)
     mods = list(models) if models is not None else names_of(ds["model"].values)

@@ -65,8 +65,9 @@ def _check_counts(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None
             "must add up over the bins to matched at the floor (SPEC §6)", dims=per_station)
     _refuse(store, ds, "cal_hits", cal_hits > cal_n, "must be <= cal_n", dims=cal)
 
-    ti = options.threshold_index  # on the grid: checked by _check_layout
-    shared = {"emitted": emitted[:, :, :, ti], "matched": matched[:, :, :, ti]}  # (dataset, model, phase, station)
+    ti = options.threshold_indices  # on the grid: checked by _check_layout; each phase's (SPEC §2)
+    shared = {name: np.stack([values[:, :, p, ti[p]] for p in range(2)], axis=2)  # (dataset, model, phase, station)
+              for name, values in (("emitted", emitted), ("matched", matched))}
     n_ref_s = n_ref[:, :, :, 0]  # (dataset, 1, phase, station)
     if options.time_bin is not None:  # SPEC §10: summed over the bins, exactly the counts at the threshold
         _refuse(store, ds, "n_reference_over_time", ds.variables["n_reference_over_time"].values.sum(axis=2)

@@ -54,11 +54,12 @@ def _check_layout(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None
     for name in ("dataset", "model", "station"):
         _labels(store, ds, name)
     grid = np.asarray(options.grid, dtype=np.float64)
-    if "threshold" in ds.coords and options.threshold not in set(np.asarray(ds["threshold"].values,
-                                                                             dtype=np.float64).tolist()):
-        raise _bad_variable(
-            store, ds, "threshold", f"does not hold the shared threshold {options.threshold!r} of attrs['options'] "
-            "(a shared threshold off the store's grid: the tables are read there)")
+    stored = set(np.asarray(ds["threshold"].values, dtype=np.float64).tolist()) if "threshold" in ds.coords else set()
+    for theta in (options.phase_thresholds if "threshold" in ds.coords else ()):  # each phase's (SPEC §2)
+        if theta not in stored:
+            raise _bad_variable(
+                store, ds, "threshold", f"does not hold the shared threshold {theta!r} of attrs['options'] "
+                "(a shared threshold off the store's grid: the tables are read there)")
     _coordinate(store, ds, "threshold", grid, "attrs['options'] give this threshold grid")
     _coordinate(store, ds, "fine_threshold", np.asarray(options.fine, dtype=np.float64),
                 "the fine curve of attrs['options'] (k/1000 from the floor) is")

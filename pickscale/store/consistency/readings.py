@@ -32,7 +32,7 @@ def _differ(stored: np.ndarray, derived: np.ndarray) -> np.ndarray:
     return stored != derived
 
 
-def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None:
+def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options, *, pairs: bool = True) -> None:
     """Every derived variable is what :func:`~pickscale.results.derived.derive` gives from the stored counts.
 
     Why compare rather than derive on opening: the store stays the record (a plain ``xr.open_zarr`` reads
@@ -40,13 +40,16 @@ def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options) -> Non
     over.  The derivation is deterministic (integer counts; float sums over stations in the stored order; the
     pairs' integer residuals ``round(residual * 1e9)``, which is exact for ``|residual| <= 1e6`` s), so the
     comparison is exact: a difference of one unit in the last place is a difference.
+
+    Without ``pairs`` (a store opened lazily: the pairs are read when used) the timing readings are taken as
+    stored, and every other reading is compared.
     """
-    from ...results.derived import derive
+    from ...results.derived import derive, stored_statistics
 
     names = [name for name in _count_names(options) if name in ds.variables]
     counts = ds[names].copy(deep=False)
     counts.attrs = {}  # not a run: derive adds no warnings (the store's are in its attributes already)
-    derived = derive(counts, options=options)
+    derived = derive(counts, options=options, statistics=None if pairs else stored_statistics(ds, options))
     for name in derived.data_vars:
         if name in counts.data_vars or (name in ADDED_LATER and name not in ds.variables):
             continue
@@ -98,7 +101,7 @@ def _check_intervals(store: pathlib.Path, ds: xr.Dataset, options: Options) -> N
         if metric in INTERVAL_METRICS and lb(metric) in ds:
             estimate = ds[lb(metric)]
             if "threshold" in estimate.dims:  # SPEC §12: at the shared threshold
-                estimate = estimate.sel(threshold=options.threshold, drop=True)
+                estimate = options.at_shared(estimate, drop=True)
             for name, end in ((lo_name, lo), (hi_name, hi)):
                 _refuse(store, ds, name, estimate.isnull() & end.notnull(),
                         f"must be NaN where {lb(metric)} is NaN (SPEC §12)")

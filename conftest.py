@@ -1,0 +1,50 @@
+"""Names the docstring examples of ``pickscale/`` run against (``--doctest-modules``).
+
+This conftest sits in the rootdir so that it applies to the doctests collected from ``pickscale/``; the
+test suite's own set-up is ``tests/conftest.py`` (it applies to ``tests/`` only, and names no fixture used
+here).  Every doctest finds in its namespace:
+
+``ds``
+    The demo results (:func:`pickscale.demo.catalogue`: two datasets, four stations each, three models),
+    scored once per session with ``time_bin="2h"``, ``tols=[0.1, 0.2, 0.5]`` and
+    ``group_by="magnitude:1,2,3"`` (so that the figures and tables of time bins, tolerances and groups have
+    something to show; the other numbers are the demo's own) and loaded into memory.  Examples must not
+    modify it.
+``tmp``
+    A fresh temporary folder (:class:`pathlib.Path`) of the example's own.
+
+Matplotlib draws with the Agg backend (no display).  The demo is scored only when a doctest runs: the
+tests of ``tests/`` never pay for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import pytest
+from _pytest.doctest import DoctestItem
+
+matplotlib.use("Agg")
+
+#: The options the doctests' demo results are scored with (the demo's defaults otherwise).
+DEMO_OPTIONS: dict[str, Any] = dict(time_bin="2h", tols=[0.1, 0.2, 0.5], group_by="magnitude:1,2,3")
+
+
+@pytest.fixture(scope="session")
+def doctest_demo_results() -> Any:
+    """The demo results of the doctests' ``ds``: scored once, in memory."""
+    import pickscale
+    from pickscale.demo import catalogue
+
+    return pickscale.score(*catalogue(), progress=False, **DEMO_OPTIONS).load()
+
+
+@pytest.fixture(autouse=True)
+def _doctest_names(request: pytest.FixtureRequest, doctest_namespace: dict[str, Any]) -> None:
+    """Put ``ds`` and ``tmp`` in a doctest's namespace (nothing for the tests of ``tests/``)."""
+    if isinstance(request.node, DoctestItem):
+        doctest_namespace["ds"] = request.getfixturevalue("doctest_demo_results")
+        tmp: Path = request.getfixturevalue("tmp_path")
+        doctest_namespace["tmp"] = tmp

@@ -1,0 +1,111 @@
+"""Opening a store with its residual pairs read when used (issue 22, SPEC §15).
+
+``open_results`` reads and checks every file but the pairs' chunks, whose sizes it checks; each of those is
+read -- and checked against the manifest the store was opened with -- when a slice needs it.  Opened so, the
+results are those of a whole opening, bit for bit; a slice reads the chunks it needs only; a chunk that
+changed since (damaged, or the store replaced) is a StoreError naming the store, never other numbers.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import pickscale
+from pickscale.errors import StoreError
+from pickscale.report.tables import to_csv_bytes
+from pickscale.store import checked, open_results, save
+from tests.helpers.extend import generated
+
+pytestmark = pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")
+
+PAIRS = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
+
+
+@pytest.fixture(scope="module")
+def scored():
+    ref, picks, _ = generated()
+    return pickscale.score(ref, picks)
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """The pair chunk files read, in order (each also checked)."""
+    seen: list[str] = []
+    real = checked.Deferred.read
+
+    def counted(self, rel):
+        seen.append(rel)
+        return real(self, rel)
+
+    monkeypatch.setattr(checked.Deferred, "read", counted)
+    return seen
+
+
+def test_a_lazy_opening_is_a_whole_one_bit_for_bit(scored, tmp_path, reads):
+    target = save(scored, tmp_path / "results.zarr")
+    lazy, whole = open_results(target), open_results(target, lazy=False)
+    assert not reads  # nothing of the pairs read on opening
+    assert all(not lazy[name].variable._in_memory for name in PAIRS)
+    assert all(lazy[name].variable._in_memory for name in lazy.data_vars if "pair" not in lazy[name].dims)
+    assert {n: to_csv_bytes(f) for n, f in pickscale.tables(lazy).items()} == {
+        n: to_csv_bytes(f) for n, f in pickscale.tables(whole).items()}
+    assert not reads  # the tables need no pair
+    loaded = lazy.load()
+    assert sorted(reads) == sorted({r for r in reads}) and {r.split("/c/")[0] for r in reads} == set(PAIRS)
+    xr.testing.assert_identical(loaded, whole)
+
+
+def test_a_slice_reads_the_chunks_it_needs(tmp_path, reads):
+    # 100,000 pairs: Zarr writes residual in 4 chunks of 25,000 (and pair_model in one of 100,000 bytes).
+    n = 100_000
+    ds = xr.Dataset({"residual": ("pair", np.linspace(-1, 1, n)),
+                     "pair_model": ("pair", np.repeat(np.arange(4, dtype=np.int8), n // 4)),
+                     "emitted": ("phase", [5, 7])}, coords={"phase": ["P", "S"]})
+    target = save(ds, tmp_path / "results.zarr")
+    got = open_results(target)
+    # One model's residuals: the second quarter of the pairs.
+    one = got.residual.isel(pair=slice(n // 4, n // 2)).values
+    assert reads == ["residual/c/1"]
+    assert np.array_equal(one, ds.residual.values[n // 4:n // 2])
+    assert got.emitted.values.tolist() == [5, 7]
+
+
+def test_a_chunk_damaged_after_opening_is_refused_when_read(scored, tmp_path):
+    target = save(scored, tmp_path / "results.zarr")
+    got = open_results(target)
+    chunk = next((target / "residual" / "c").iterdir())
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    chunk.write_bytes(bytes(data))
+    with pytest.raises(StoreError) as info:
+        _ = got.residual.values
+    assert str(target) in str(info.value) and "residual/c/" in str(info.value)
+    assert "has changed since the store was opened" in str(info.value)
+    assert got.recall.values.size  # what was read on opening stays readable
+
+
+def test_a_chunk_cut_short_is_refused_on_opening(scored, tmp_path):
+    target = save(scored, tmp_path / "results.zarr")
+    chunk = next((target / "pair_conf" / "c").iterdir())
+    chunk.write_bytes(chunk.read_bytes()[:-1])
+    with pytest.raises(StoreError, match="pair_conf/c/.* bytes, not"):
+        open_results(target)
+
+
+def test_a_store_replaced_after_opening_is_said_so(scored, tmp_path):
+    target = save(scored, tmp_path / "results.zarr")
+    got = open_results(target)
+    other = pickscale.score(pd.DataFrame({"station": ["A"], "phase": ["P"], "time": [10.0]}),
+                            pd.DataFrame({"station": ["A"], "phase": ["P"], "time": [10.2], "conf": [0.9]}))
+    save(other, target, overwrite=True)
+    with pytest.raises(StoreError, match="replaced or removed after it was opened.*open it again"):
+        _ = got.residual.values
+    assert open_results(target).residual.values.tolist() == pytest.approx([0.2])  # opened again: the new one
+    shutil.rmtree(target)
+    with pytest.raises(StoreError, match="after it was opened"):
+        _ = got.pair_conf.values
