@@ -40,12 +40,13 @@ STATIONS, MODELS, PICKS_PER_ARRIVAL = 1000, 3, 1.5
 TABLES = ("detection", "timing", "calibration", "phase_quality", "sweep", "budgets")
 
 
-def _catalogue(arrivals: float) -> Path:
+def _catalogue(arrivals: float, *, models: int = MODELS, stations: int = STATIONS) -> Path:
     days = 365
-    rate = arrivals / (STATIONS * days)
-    params = dict(n_models=MODELS, stations=STATIONS, days=days, arrival_rate=rate,
+    rate = arrivals / (stations * days)
+    params = dict(n_models=models, stations=stations, days=days, arrival_rate=rate,
                   picks_per_arrival=PICKS_PER_ARRIVAL)
-    out = HERE / "data" / f"client-memory-{arrivals:.0e}".replace("+", "")
+    shape = "" if (models, stations) == (MODELS, STATIONS) else f"-{models}m-{stations}s"
+    out = HERE / "data" / f"client-memory-{arrivals:.0e}{shape}".replace("+", "")
     manifest = catalogue.generate(out, **params)
     print(f"catalogue {out.name}: {json.dumps({k: manifest.get(k) for k in ('n_picks', 'n_reference')})}",
           flush=True)
@@ -73,13 +74,13 @@ def code_of(commit: str, root: Path) -> Path:
     return target
 
 
-def _run(cat: Path, out: Path, code: Path | None) -> dict:
+def _run(cat: Path, out: Path, code: Path | None, extra: tuple[str, ...] = ()) -> dict:
     if out.exists():
         shutil.rmtree(out)
     cmd = [sys.executable, "-c", "import sys, pickscale; from pickscale.cli import main; "
            "print('pickscale from', pickscale.__file__, flush=True); sys.exit(main())", "score",
            "--reference", str(cat / "reference"), "--picks", str(cat / "picks"), "--out", str(out),
-           "--workers", "2", "--no-figures", "--quiet"]
+           "--workers", "2", "--no-figures", "--quiet", *extra]
     env_path = os.environ.get("PYTHONPATH", "")
     if code is not None:
         os.environ["PYTHONPATH"] = f"{code}{os.pathsep}{env_path}" if env_path else str(code)
@@ -108,8 +109,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arrivals", default="1e5,1e6,5e6")
     ap.add_argument("--before", default=None, help="an earlier commit, run side by side")
+    ap.add_argument("--shapes", default=None,
+                    help="instead: at the first --arrivals, these shapes MODELSm-STATIONSs[-BIN], e.g. "
+                         "3m-1000s,10m-1000s,3m-10000s,3m-1000s-1D (models, stations, --time-bin)")
     ap.add_argument("--write", action="store_true", help="record the table in benchmarks/README.md")
     args = ap.parse_args()
+    if args.shapes:
+        _shapes(float(args.arrivals.split(",")[0]), args.shapes.split(","), write=args.write)
+        return
     rows = []
     work = Path(tempfile.mkdtemp(prefix="pickscale-client-memory-"))
     try:
@@ -136,6 +143,38 @@ def main() -> None:
             lines.append(f"| {r['arrivals']:,} | {r['picks']:,} | {r['code']} | {r['client_mb']:,.0f} | "
                          f"{r['worker_mb']:,.0f} | {r['wall_s']:.1f} | {'yes' if r['same_tables'] else 'NO'} |")
         write_block(MARK, "\n".join(lines), heading="Client memory against reference arrivals (issue 22)")
+
+
+SHAPES_MARK = "<!-- client_memory_shapes -->"
+
+
+def _shapes(arrivals: float, shapes: list[str], *, write: bool) -> None:
+    """Client and worker peaks at one number of arrivals against models, stations and time bins."""
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="pickscale-client-memory-"))
+    try:
+        for shape in shapes:
+            models, stations, *rest = shape.split("-")
+            cat = _catalogue(arrivals, models=int(models.rstrip("m")), stations=int(stations.rstrip("s")))
+            manifest = json.loads((cat / "manifest.json").read_text())
+            r = _run(cat, work / "new", None, ("--time-bin", rest[0]) if rest else ())
+            row = {"shape": shape, "arrivals": manifest["n_reference"], "picks": manifest.get("n_picks"),
+                   "client_mb": r["peak_main_bytes"] / MB, "worker_mb": r["peak_worker_bytes"] / MB,
+                   "wall_s": r["wall_s"]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if write:
+        lines = ["| models | stations | time bins | reference arrivals | picks | client peak (MB) | "
+                 "peak per worker (MB) | wall (s) |", "|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            models, stations, *rest = r["shape"].split("-")
+            lines.append(f"| {models.rstrip('m')} | {int(stations.rstrip('s')):,} | {rest[0] if rest else 'none'} | "
+                         f"{r['arrivals']:,} | {r['picks']:,} | {r['client_mb']:,.0f} | {r['worker_mb']:,.0f} | "
+                         f"{r['wall_s']:.1f} |")
+        write_block(SHAPES_MARK, "\n".join(lines),
+                    heading="Client and worker peaks against models, stations and time bins (issue 22)")
 
 
 if __name__ == "__main__":
