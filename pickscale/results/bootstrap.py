@@ -18,6 +18,7 @@ from ..errors import OptionsError
 from ..metrics import bootstrap as kernels
 from ..options import Options
 from .variables import OPTIONAL_VARIABLES, describe, metric_name, text
+from .variables import residual_ns as residual_ns_of
 
 __all__ = ["bootstrap", "INTERVAL_METRICS", "DIFFERENCES", "RATIO_METRICS"]
 
@@ -201,7 +202,7 @@ def _station_counts(ds: xr.Dataset) -> dict[str, np.ndarray]:
         "pair_dataset": ds["pair_dataset"].values, "pair_model": ds["pair_model"].values,
         "pair_phase": ds["pair_phase"].values, "pair_station": ds["pair_station"].values,
         "pair_conf": ds["pair_conf"].values,
-        "residual_ns": np.round(ds["residual"].values * 1e9).astype(np.int64),
+        "residual_ns": residual_ns_of(ds["residual"].values),
     }
 
 

@@ -14,6 +14,7 @@ import xarray as xr
 from ..metrics import calibration, curves, detection, timing
 from ..options import Options
 from .variables import describe, metric_name
+from .variables import residual_ns as residual_ns_of
 
 __all__ = ["derive", "edge_warnings", "concentration_warnings", "pair_statistics_of", "stored_statistics"]
 
@@ -250,7 +251,7 @@ def pair_statistics_of(ds: xr.Dataset, options: Options) -> dict[str, dict[str, 
     nm = ds.sizes["model"]
     grouped = "pair_group" in ds  # SPEC §14
     ng = ds.sizes.get("group", 0) if grouped else 0
-    residual_ns = np.round(np.asarray(ds.residual.values) * 1e9).astype(np.int64)
+    residual_ns = residual_ns_of(ds.residual.values)
     key = (np.asarray(ds.pair_dataset.values).astype(np.int64) * nm + ds.pair_model.values) * 2 + ds.pair_phase.values
     conf = np.asarray(ds.pair_conf.values)
     group = np.asarray(ds.pair_group.values) if grouped else np.zeros(key.size, np.int32)

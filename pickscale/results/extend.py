@@ -46,6 +46,7 @@ from ..kernel.combine import DENSE_BINNED
 from ..options import Options
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .variables import STATION_FIELDS
+from .variables import residual_ns as residual_ns_of
 
 __all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "union_edges",
            "bin_starts_ns"]
@@ -118,8 +119,7 @@ def counts_of(ds: xr.Dataset, dataset: str, *, drop_models: tuple[str, ...] = ()
     model = m_local[ds["pair_model"].values[keep]].astype(np.int32)
     phase = ds["pair_phase"].values[keep].astype(np.int8)
     station = s_local[ds["pair_station"].values[keep]]
-    # The store holds residuals in seconds (ns / 1e9); within ±1e6 s, ×1e9 rounded gives the ns back exactly.
-    residual_ns = np.round(ds["residual"].values[keep] * 1e9).astype(np.int64)
+    residual_ns = residual_ns_of(ds["residual"].values[keep])
     conf = ds["pair_conf"].values[keep].astype(np.float64)
     order = np.lexsort((conf, residual_ns, phase, model, station))
     pairs = {"model": model[order], "phase": phase[order], "residual_ns": residual_ns[order], "conf": conf[order],
@@ -267,9 +267,8 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str,
                 if name in names and gone:
                     keep &= ~((d == names.index(name)) & np.isin(m, gone))
         stream = (d_of[d] * nm + m_of[m]) * 2 + ds["pair_phase"].values.astype(np.int64)
-        # Seconds in the Dataset (ns / 1e9); within ±1e6 s, ×1e9 rounded gives the ns back exactly.
         columns: dict[str, np.ndarray] = {"station": s_of[ds["pair_station"].values.astype(np.int64)].astype(np.int32),
-                   "residual_ns": np.round(ds["residual"].values * 1e9).astype(np.int64),
+                   "residual_ns": residual_ns_of(ds["residual"].values),
                    "conf": ds["pair_conf"].values.astype(np.float64),
                    "group": np.zeros(d.size, np.int32)}  # SPEC §14: stores with groups are not extended
         if not keep.all():

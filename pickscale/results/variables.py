@@ -26,7 +26,20 @@ if TYPE_CHECKING:
 
 __all__ = ["text", "Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
            "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "TOLERANCED", "metric_name",
-           "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES"]
+           "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES", "residual_ns"]
+
+
+def residual_ns(seconds: Any) -> np.ndarray:
+    """The residuals a Dataset holds (seconds, converted once from integer ns: SPEC §5) back as int64 ns.
+
+    Exact for ``|residual| <= 1e6`` s: ×1e9 rounded gives the nanoseconds back.
+
+    Examples
+    --------
+    >>> residual_ns(np.array([-0.2, 0.1, 1.000000001])).tolist()
+    [-200000000, 100000000, 1000000001]
+    """
+    return np.round(np.asarray(seconds) * 1e9).astype(np.int64)
 
 
 def text(values: Any) -> np.ndarray:
