@@ -101,8 +101,8 @@ def reserved(path: PathLike) -> Iterator[pathlib.Path]:
     if target in HELD:
         raise StoreError(f"cannot reserve {target}: this process has already reserved it")
     lock = acquire_lock(target)
-    HELD[target] = lock
-    try:
+    try:  # (entered as soon as the lock is returned: nothing between that could leave it behind)
+        HELD[target] = lock
         yield target
     finally:
         HELD.pop(target, None)
@@ -130,11 +130,19 @@ def acquire_lock(target: pathlib.Path) -> pathlib.Path:
                 f"({describe(exc)}); is the folder writable?"
             ) from exc
         try:
-            os.write(fd, lease.record(token))
-        finally:
-            os.close(fd)
-        _TOKENS[lock] = token
-        lease.renewing(lock, token)
+            try:
+                os.write(fd, lease.record(token))
+            finally:
+                os.close(fd)
+            _TOKENS[lock] = token
+            lease.renewing(lock, token)
+        except BaseException:
+            # A Ctrl-C (or any error) once the lock exists but before the caller guards it: the lock is ours,
+            # and nobody else would remove it while this process lives.
+            lease.release(lock)
+            _TOKENS.pop(lock, None)
+            lock.unlink(missing_ok=True)
+            raise
         return lock
     raise StoreError(f"cannot save results to {target}: could not take the lock file {lock}; try again")
 

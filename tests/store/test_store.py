@@ -527,3 +527,24 @@ def test_text_coordinates_have_one_type_however_the_results_are_had(tmp_path):
         assert scored[name].values.tolist() == reopened[name].values.tolist() == plain[name].values.tolist()
     model = str(scored["model"].values[0])
     assert reopened.sel(model=model)["recall"].equals(scored.sel(model=model)["recall"])
+
+
+def test_a_ctrl_c_while_the_lock_is_being_taken_leaves_no_lock(tmp_path, monkeypatch):
+    # The lock file exists (with its record) when the interrupt comes, before the run guards it: it is
+    # removed, and the next run takes the target at once.
+    from pickscale.store import lease
+
+    def interrupted(path, token):
+        assert path.exists() and path.stat().st_size > 0
+        raise KeyboardInterrupt
+
+    target = tmp_path / "results.zarr"
+    monkeypatch.setattr(lease, "renewing", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with locks.reserved(target):
+            pass
+    assert not locks.lock_path(target).exists()
+    monkeypatch.undo()
+    with locks.reserved(target):
+        assert locks.lock_path(target).exists()
+    assert not locks.lock_path(target).exists()
