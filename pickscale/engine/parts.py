@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..io import Normalised, normalise
+from ..metrics.grid import offset_bin
 from ..options import PHASES
 
 __all__ = [
@@ -74,6 +75,10 @@ class PickPart:
         Per pick at or above the floor: its row of ``combos`` (int16, or int32 past 32,767 rows), phase
         code (int8, 0 = P), time (int64 ns) and confidence (float32 when every
         value is exactly a float32 — as a picker writes them — else float64).
+    offsets
+        An outline's, with coverage: its picks at the shared threshold inside a window, counted per
+        (dataset, model, phase, offset bin) -- where they sit in their windows
+        (:func:`pickscale.metrics.grid.offset_bin`; SPEC §5, "Residuals on a grid"); None otherwise.
     """
 
     report: Normalised
@@ -83,6 +88,7 @@ class PickPart:
     phase: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     time: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    offsets: pd.DataFrame | None = None
 
 
 def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
@@ -324,10 +330,21 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
         for d, k in p.below_floor.items():
             below[d] = below.get(d, 0) + k
     conf = np.concatenate([p.conf for p in parts])  # float32 with float64 widens, exactly
+    found = [p.offsets for p in parts if p.offsets is not None]
     return PickPart(report=Normalised.combine([p.report for p in parts]), combos=merged, below_floor=below,
                     combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32),
                     phase=np.concatenate([p.phase for p in parts]),
-                    time=np.concatenate([p.time for p in parts]), conf=conf)
+                    time=np.concatenate([p.time for p in parts]), conf=conf,
+                    offsets=_summed(pd.concat(found, ignore_index=True)) if found else None)
+
+
+_OFFSET_KEY = ["dataset", "model", "phase", "bin"]
+
+
+def _summed(rows: pd.DataFrame) -> pd.DataFrame:
+    """Offset counts with one row per key, summed, in key order (whatever the parts' order)."""
+    out = rows.groupby(_OFFSET_KEY, sort=True, observed=True)["n_picks"].sum().reset_index()
+    return out.astype({"dataset": object, "model": object, "phase": np.int8, "bin": np.int64, "n_picks": np.int64})
 
 
 def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
@@ -436,17 +453,36 @@ def _cell_combos(part: PickPart, coverage: Any) -> pd.DataFrame:
     })
 
 
-def outline(part: PickPart | Failure, coverage: Any = None) -> PickPart | Failure:
+def _window_offsets(part: PickPart, coverage: Any, thresholds: tuple[float, float]) -> pd.DataFrame:
+    """The part's picks at the shared threshold (of their phase) inside a window, per (dataset, model, phase,
+    offset bin): where they sit in their windows (SPEC §5, "Residuals on a grid")."""
+    cells = part_cells(part, coverage)
+    keep = coverage.held(cells) & (part.conf >= np.asarray(thresholds, dtype=np.float64)[part.phase.astype(np.int64)])
+    rows = np.flatnonzero(keep)
+    combos = part.combos
+    combo = part.combo[rows].astype(np.int64)
+    return _summed(pd.DataFrame({
+        "dataset": combos["dataset"].to_numpy(object)[combo], "model": combos["model"].to_numpy(object)[combo],
+        "phase": part.phase[rows].astype(np.int8),
+        "bin": offset_bin(coverage.offsets(cells[rows], part.time[rows])), "n_picks": np.ones(rows.size, np.int64),
+    }))
+
+
+def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[float, float] | None = None
+            ) -> PickPart | Failure:
     """The part without its arrays: what the client needs to decide the scope and the plan.
 
     With a ``coverage`` (:class:`pickscale.scope.Coverage`), its summary is per (dataset, station, model,
-    cell): the client decides the common coverage from counts, without a pick.
+    cell): the client decides the common coverage from counts, without a pick; and, with the shared
+    ``thresholds`` (P, S), where its picks sit in their windows (:attr:`PickPart.offsets`).
     """
     if isinstance(part, Failure):
         return part
     combos = _cell_combos(part, coverage) if coverage is not None else part.combos
+    offsets = (_window_offsets(part, coverage, thresholds)
+               if coverage is not None and thresholds is not None else None)
     return dataclasses.replace(part, combos=combos, combo=part.combo[:0], phase=part.phase[:0],
-                               time=part.time[:0], conf=part.conf[:0])
+                               time=part.time[:0], conf=part.conf[:0], offsets=offsets)
 
 
 def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:

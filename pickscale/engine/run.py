@@ -37,6 +37,7 @@ from ..io import Normalised
 from ..kernel import Partial, StationStack, combine_partials, score_station
 from ..options import Options
 from ..scope import Scope, scope_from_summary
+from ..scope.placement import pick_placement
 from . import exchange
 from .collect import bring_back
 from .extent import capture_reference, facts_of
@@ -253,8 +254,9 @@ def score(
     ref_parts = compute(ref_src.parts, client, label="reading reference", progress=False)
     # The parts' outlines are merged on the workers: the client receives one summary.
     shared_cover = delayed(cover, pure=True) if cover is not None else None
-    merged = compute([tree_reduce([delayed(outline)(p, shared_cover) for p in pick_parts], merge_outlines)], client,
-                      label="outlining picks", progress=False)[0]
+    thresholds = options.phase_thresholds if cover is not None else None  # where picks sit in their windows
+    merged = compute([tree_reduce([delayed(outline)(p, shared_cover, thresholds) for p in pick_parts],
+                                  merge_outlines)], client, label="outlining picks", progress=False)[0]
     outlines = merged if isinstance(merged, list) else [merged]
     _raise_failures(ref_parts + outlines)
     ref_all = Normalised.combine(ref_parts)
@@ -265,6 +267,10 @@ def score(
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
         ref_rows=rows_read(ref_all), picks_rows=rows_read(pick_report), coverage=cover,
     )
+    if cover is not None:  # SPEC §5, "Residuals on a grid", with windows: the picks' side
+        found = [o.offsets for o in outlines if o.offsets is not None]
+        scope.report["coverage"]["placement"]["picks"] = pick_placement(
+            pd.concat(found, ignore_index=True) if found else None)
     ref_report = report_of(ref_all)
     capture_reference(ref_all.frame)  # for pickscale.extend's reference check (nothing otherwise)
 

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = ["GRID_STEPS_NS", "GRID_SHARE", "GRID_MIN_VALUES", "GRID_MIN_PAIRS", "GRID_NAMES", "residual_grid",
-           "on_grid"]
+           "on_grid", "OFFSET_BINS", "to_ms", "offset_bin", "offset_grid", "fixed_offset", "at_fixed_offset"]
 
 #: The steps searched, coarsest first (integer ns): 0.5, 0.25, 0.2, 0.1 and 0.05 s.  Not finer: every
 #: residual of picks and labels on the samples of 100 Hz data is a multiple of 0.01 s, and of 50 Hz data
@@ -102,3 +102,110 @@ def on_grid(grid: dict[str, int]) -> bool:
     False
     """
     return int(grid["step_ns"]) > 0 and int(grid["n"]) >= GRID_MIN_PAIRS
+
+
+#: Offsets into windows are counted per millisecond of the second (SPEC §5, "... with windows"): 1,000 bins,
+#: offset modulo 1 s rounded to the nearest ms.  Every step of :data:`GRID_STEPS_NS` divides 1 s, so the
+#: residue modulo a step is read off these bins, and counts of bins add up over parts and stations exactly.
+OFFSET_BINS = 1000
+_MS = 1_000_000
+
+
+def to_ms(offset_ns: ArrayLike) -> np.ndarray:
+    """Offsets rounded to the nearest millisecond (half up), still in ns.
+
+    Examples
+    --------
+    >>> to_ms([100_499_999, 100_500_000, -400_000]).tolist()
+    [100000000, 101000000, 0]
+    """
+    return np.floor_divide(np.asarray(offset_ns, dtype=np.int64) + _MS // 2, _MS) * _MS
+
+
+def offset_bin(offset_ns: ArrayLike) -> np.ndarray:
+    """The bin of each offset: modulo 1 s, rounded to the nearest millisecond (half up), in 0 … 999.
+
+    Rounding makes a time written to the microsecond (``…50.880000``) or off by a nanosecond of float
+    conversion fall in the bin of the millisecond it means.
+
+    Examples
+    --------
+    >>> offset_bin([0, 30_000_000_000, 100_000_400, 100_499_999, 100_500_000, 999_600_000, -1]).tolist()
+    [0, 0, 100, 100, 101, 0, 0]
+    """
+    return (to_ms(offset_ns) // _MS % OFFSET_BINS).astype(np.int64)
+
+
+def offset_grid(counts: ArrayLike) -> dict[str, int]:
+    """:func:`residual_grid`'s rule on offsets counted per :func:`offset_bin` (SPEC §5, with windows).
+
+    For each step ``s`` of :data:`GRID_STEPS_NS`, coarsest first, the bins are folded modulo ``s``: ``count``
+    = the largest folded count (the smallest residue of equally large ones), ``values`` = the nonzero bins
+    folded into it.  The first step with ``count >= GRID_SHARE · n`` and ``values >= GRID_MIN_VALUES`` is
+    returned, as :func:`residual_grid` returns it (``offset_ns`` in ``(−s/2, s/2]``, multiples of 1 ms).
+
+    Parameters
+    ----------
+    counts : array_like of int, shape (1000,)
+        Offsets per bin.
+
+    Returns
+    -------
+    dict
+        ``n``, ``step_ns``, ``offset_ns``, ``count`` and ``values`` (:data:`GRID_NAMES`), all ints.
+
+    Examples
+    --------
+    >>> h = np.zeros(OFFSET_BINS, int)
+    >>> h[[0, 100, 200, 300]] = 6; h[7] = 1  # 24 of 25 offsets on 0.1 s steps, 4 distinct
+    >>> g = offset_grid(h); g["step_ns"], g["count"], g["values"], on_grid(g)
+    (100000000, 24, 4, True)
+    """
+    h = np.asarray(counts, dtype=np.int64).reshape(OFFSET_BINS)
+    n = int(h.sum())
+    none = {"n": n, "step_ns": 0, "offset_ns": 0, "count": 0, "values": 0}
+    for step in GRID_STEPS_NS:
+        s = step // _MS
+        folded = h.reshape(OFFSET_BINS // s, s)  # row j, column r: bin j·s + r
+        per_residue = folded.sum(axis=0)
+        top = int(np.argmax(per_residue))
+        count = int(per_residue[top])
+        distinct = int(np.count_nonzero(folded[:, top]))
+        if n and count >= GRID_SHARE * n and distinct >= GRID_MIN_VALUES:
+            c = top * _MS
+            return {"n": n, "step_ns": step, "offset_ns": c - step if 2 * c > step else c, "count": count,
+                    "values": distinct}
+    return none
+
+
+def fixed_offset(offset_ns: ArrayLike) -> dict[str, int]:
+    """The most common offset into windows, to the millisecond (SPEC §5, with windows): ``n``, ``offset_ns``
+    (the smallest of equally common ones, nearest ms) and ``count``.
+
+    Examples
+    --------
+    >>> fixed_offset([30_000_000_000, 30_000_000_200, 29_999_999_900, 12_500_000_000])
+    {'n': 4, 'offset_ns': 30000000000, 'count': 3}
+    >>> fixed_offset([])
+    {'n': 0, 'offset_ns': 0, 'count': 0}
+    """
+    x = np.asarray(offset_ns, dtype=np.int64)
+    if not x.size:
+        return {"n": 0, "offset_ns": 0, "count": 0}
+    values, counts = np.unique(to_ms(x), return_counts=True)
+    top = int(np.argmax(counts))
+    return {"n": int(x.size), "offset_ns": int(values[top]), "count": int(counts[top])}
+
+
+def at_fixed_offset(found: dict[str, int]) -> bool:
+    """Whether arrivals with this :func:`fixed_offset` sit at a fixed offset into their windows: at least
+    :data:`GRID_SHARE` of at least :data:`GRID_MIN_PAIRS` arrivals at one offset.
+
+    Examples
+    --------
+    >>> at_fixed_offset({"n": 25, "offset_ns": 30_000_000_000, "count": 23})
+    True
+    >>> at_fixed_offset({"n": 5, "offset_ns": 0, "count": 5})  # too few arrivals
+    False
+    """
+    return int(found["n"]) >= GRID_MIN_PAIRS and int(found["count"]) >= GRID_SHARE * int(found["n"])

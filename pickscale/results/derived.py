@@ -105,8 +105,10 @@ def derive(ds: xr.Dataset, *, options: Options,
         if "grid" in stats:  # SPEC §5, "Residuals on a grid" (results.quality); the verdict reads the records
             from .quality import grid_warnings, quality_flags
 
-            found += grid_warnings(result, stats["grid"])
-            result.attrs["data_quality"] = quality_flags(result, stats["mode"], stats["grid"])
+            # With windows, where the picks and arrivals sit in them decides (scope.placement).
+            placement = dict(result.attrs.get("coverage") or {}).get("placement")
+            found += grid_warnings(result, stats["grid"], placement)
+            result.attrs["data_quality"] = quality_flags(result, stats["mode"], stats["grid"], placement)
         new = [w for w in found if w not in said]
         if new:
             from ..errors import emit_warnings

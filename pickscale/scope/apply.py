@@ -23,6 +23,7 @@ import pandas as pd
 from ..errors import InputError
 from .coverage import COVERAGE_KEYS, Coverage, apply_coverage
 from .hints import iso, nothing_left, shift_hint, show_names, span_error
+from .placement import reference_placement
 from .plan import ScopePlan, plan_scope
 from .summaries import ReferenceCodes, drop_below_floor, pick_cells, summarise_picks
 
@@ -219,6 +220,11 @@ def scope_from_summary(
         report["coverage"] = {"source": coverage.source if coverage else "", "windows": coverage.n_windows
                               if coverage else 0, "by_model": bool(coverage and coverage.by_model),
                               "datasets": covered.report}
+        if coverage is not None:  # where the scored arrivals sit in their windows (SPEC §5, with windows)
+            in_window = scored & coverage.held(ref_cells)
+            report["coverage"]["placement"] = {"reference": reference_placement(
+                coverage.offsets(ref_cells[in_window], rc.time[in_window]), rc.d[in_window], rc.p[in_window],
+                list(rc.d_names), list(rc.p_names))}
     # Recorded always; said only without a coverage (with one, the user has said where each model ran).
     report["unpicked"], lines = _unpicked(plan, rc, distinct, group, scored, pick_summary, residual_tol_ns)
     if coverage is None:

@@ -54,6 +54,9 @@ class Coverage:
         that slot holds the cell.
     n_windows
         Rows of the file.
+    window_start
+        Per cell: the start (int64 ns) of the latest-starting window, of any model, that holds it -- where
+        the window a time falls in begins (SPEC §5, "Residuals on a grid": offsets into windows).
 
     Examples
     --------
@@ -77,6 +80,7 @@ class Coverage:
     slots: tuple[str, ...]
     covered: np.ndarray
     n_windows: int = 0
+    window_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     _key_of: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -123,7 +127,26 @@ class Coverage:
         covered = np.cumsum(marks, axis=0)[:-1] > 0
         return cls(source=source or str(windows.attrs.get("source", "coverage")), by_dataset=by_dataset,
                    by_model=by_model, key_dataset=key_dataset, key_station=key_station, bounds=bounds,
-                   bound_start=bound_start, cell_start=cell_start, slots=slots, covered=covered, n_windows=n)
+                   bound_start=bound_start, cell_start=cell_start, slots=slots, covered=covered, n_windows=n,
+                   window_start=_window_starts(key, lo, hi, bounds, bound_start, cell_start))
+
+    def held(self, cell: np.ndarray) -> np.ndarray:
+        """Per cell id (−1 allowed): whether some window (of any model) holds it -- a cell between two windows
+        of its key does not."""
+        return np.concatenate([self.covered.any(axis=1), [False]])[np.asarray(cell, dtype=np.int64)]
+
+    def offsets(self, cell: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
+        """Per row: ns since the start of the window it is in (:attr:`window_start` of its cell, one that
+        :meth:`held` says a window holds).
+
+        Examples
+        --------
+        >>> w = pd.DataFrame({"station": ["A", "A"], "start": [0, 5], "end": [9, 19]})  # overlapping
+        >>> cov = Coverage.from_windows(w)
+        >>> cov.window_start.tolist(), cov.offsets(np.array([0, 1, 2]), np.array([4, 7, 12])).tolist()
+        ([0, 5, 5], [4, 2, 7])
+        """
+        return np.asarray(time_ns, dtype=np.int64) - self.window_start[np.asarray(cell, dtype=np.int64)]
 
     @property
     def n_cells(self) -> int:
@@ -174,6 +197,26 @@ class Coverage:
         if len(named) == len(models) and named:
             seen |= np.logical_and.reduce(self.covered[:, named], axis=1)
         return np.concatenate([seen, [False]])
+
+
+def _window_starts(key: np.ndarray, lo: np.ndarray, hi: np.ndarray, bounds: np.ndarray, bound_start: np.ndarray,
+                   cell_start: np.ndarray) -> np.ndarray:
+    """Per cell, the latest start among the windows holding it (windows as rows: key, [lo, hi))."""
+    out = np.full(int(cell_start[-1]), np.iinfo(np.int64).min, dtype=np.int64)
+    if not key.size:
+        return out
+    i0 = np.empty(key.size, dtype=np.int64)
+    i1 = np.empty(key.size, dtype=np.int64)
+    for k in np.unique(key):
+        rows = np.flatnonzero(key == k)
+        b = bounds[bound_start[k]:bound_start[k + 1]]
+        i0[rows] = np.searchsorted(b, lo[rows]) + cell_start[k]
+        i1[rows] = np.searchsorted(b, hi[rows]) + cell_start[k]
+    # Every (window, cell it holds) once: a window of w cells is w rows; the latest start wins.
+    width = i1 - i0
+    cells = np.repeat(i0 - np.cumsum(width) + width, width) + np.arange(int(width.sum()))
+    np.maximum.at(out, cells, np.repeat(lo, width))
+    return out
 
 
 @dataclass
