@@ -24,6 +24,9 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# compare is imported here, not on first use: once imported, the submodule of that name would otherwise shadow
+# the function.  It imports numpy and pandas only when called.
+from .compare import compare  # noqa: E402
 from .errors import InputError, OptionsError, PickscaleError, PickscaleWarning, StoreError  # noqa: E402
 
 # The public functions are loaded on first use (PEP 562): a Dask worker that
@@ -39,6 +42,7 @@ _LAZY = {
     "save": "store",
     "bootstrap": "results",
     "tables": "report.tables",
+    "predict": "prediction",
 }
 
 __all__ = [
@@ -50,6 +54,8 @@ __all__ = [
     "save",
     "open_results",
     "local_cluster",
+    "compare",
+    "predict",
     "Options",
     "PickscaleError",
     "InputError",

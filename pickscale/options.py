@@ -116,6 +116,11 @@ class Options:
         ``"COLUMN"`` (a text column): the counts of an arrival at the shared
         threshold are also kept per group (``*_by_group``, dim ``group``;
         ``by_group.csv``).  ``None`` (default) for none.
+    event_min_arrivals
+        Event detection (SPEC §19): with an ``event`` column in the reference,
+        an event is detected at θ when at least this many of its scored
+        arrivals are matched (``events.csv``); a whole number >= 0, default 4
+        (what an associator needs); 0 turns event detection off.
 
     Examples
     --------
@@ -133,6 +138,7 @@ class Options:
     time_bin: str | None = None
     tols: Sequence[float] | None = None
     group_by: str | None = None
+    event_min_arrivals: int = 4
     grid: np.ndarray = field(init=False, repr=False, compare=False)
     fine: np.ndarray = field(init=False, repr=False, compare=False)
     #: The run's time-bin edges (int64 ns), set by the engine once the scored span is known
@@ -141,6 +147,8 @@ class Options:
     #: The run's group labels (SPEC §14), set by the engine from the reference (:meth:`with_group_labels`);
     #: ``None`` without ``group_by``.
     group_labels: tuple[str, ...] | None = field(init=False, repr=False, compare=False, default=None)
+    #: Whether the run's reference has events to detect (SPEC §19), set by the engine (:meth:`with_events`).
+    events: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         threshold = _checked_threshold(self.threshold)
@@ -181,6 +189,7 @@ class Options:
             from .scope.grouping import parse_group_by
 
             object.__setattr__(self, "group_by", str(parse_group_by(self.group_by)))
+        object.__setattr__(self, "event_min_arrivals", _checked_min_arrivals(self.event_min_arrivals))
         object.__setattr__(self, "thresholds", tuple(float(x) for x in grid))
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "fine", fine_grid(float(grid[0])))
@@ -309,40 +318,71 @@ class Options:
         object.__setattr__(out, "group_labels", None if labels is None else tuple(str(x) for x in labels))
         return out
 
+    @property
+    def n_event_levels(self) -> int:
+        """K of event detection (SPEC §19) when the run detects events; 0 otherwise (no event rows kept)."""
+        return self.event_min_arrivals if self.events else 0
+
+    def with_events(self, events: bool) -> Options:
+        """A copy that detects events (SPEC §19) when ``events`` and ``event_min_arrivals`` > 0.
+
+        Examples
+        --------
+        >>> o = Options(event_min_arrivals=3).with_events(True)
+        >>> o.n_event_levels, Options(event_min_arrivals=0).with_events(True).n_event_levels
+        (3, 0)
+        """
+        out = copy.copy(self)
+        object.__setattr__(out, "events", bool(events) and self.event_min_arrivals > 0)
+        return out
+
     def to_attrs(self) -> dict[str, Any]:
-        """Plain-JSON description, stored in the results' attributes."""
-        out: dict[str, Any] = {
-            "threshold": dict(self.threshold) if isinstance(self.threshold, Mapping) else self.threshold,
-            "tol": self.tol,
-            "residual_tol": self.residual_tol,
-            "thresholds": [float(x) for x in self.grid],
-            "budget": list(self.budget) if isinstance(self.budget, tuple) else self.budget,
-            "exhaustive": self.exhaustive,
-        }
-        if self.time_bin is not None:  # absent without time bins: the default run's attributes are unchanged
-            out["time_bin"] = self.time_bin
-        if self.tols is not None:  # absent without tols: the default run's attributes are unchanged
-            out["tols"] = list(self.tols)
-        if self.group_by is not None:  # absent without group_by (SPEC §14): the default run's attributes unchanged
-            out["group_by"] = self.group_by
-            if self.group_labels is not None:
-                out["group_labels"] = list(self.group_labels)
+        """Plain-JSON description, stored in the results' attributes: every scoring setting of
+        :mod:`pickscale.settings` in declared order (those stored ``"when_set"`` only when set, so that a run
+        without them has the attributes of one before they existed), the grid as searched.
+
+        Examples
+        --------
+        >>> Options(tol=0.25, budget=[50, 100]).to_attrs()["budget"], "tols" in Options().to_attrs()
+        ([50, 100], False)
+        >>> Options.from_attrs(Options(threshold={"P": 0.5, "S": 0.3}).to_attrs()).threshold_of("P")
+        0.5
+        """
+        from .settings import SETTINGS, scoring_names
+
+        out: dict[str, Any] = {}
+        for name in scoring_names():
+            value = self.grid if name == "thresholds" else getattr(self, name)
+            if value is None and SETTINGS[name].stored == "when_set":
+                continue
+            out[name] = _plain(value)
+        # SPEC §19: event_min_arrivals is stored when set or used, and "events" says the run detected events; a run
+        # at the default without events has the attributes of one before event detection existed.
+        default = type(self).__dataclass_fields__["event_min_arrivals"].default
+        if not self.events and self.event_min_arrivals == default:
+            out.pop("event_min_arrivals", None)
+        if self.events:
+            out["events"] = True
+        if self.group_by is not None and self.group_labels is not None:
+            out["group_labels"] = list(self.group_labels)
         return out
 
     @classmethod
     def from_attrs(cls, attrs: dict[str, Any]) -> Options:
-        """Inverse of :meth:`to_attrs`."""
-        return cls(
-            threshold=attrs["threshold"],
-            tol=attrs["tol"],
-            residual_tol=attrs["residual_tol"],
-            thresholds=attrs["thresholds"],
-            budget=attrs.get("budget"),
-            exhaustive=attrs.get("exhaustive", False),
-            time_bin=attrs.get("time_bin"),
-            tols=attrs.get("tols"),
-            group_by=attrs.get("group_by"),
-        ).with_group_labels(attrs.get("group_labels"))
+        """Inverse of :meth:`to_attrs` (an option a store does not name takes its default)."""
+        from .settings import scoring_names
+
+        return cls(**{name: attrs[name] for name in scoring_names() if name in attrs}).with_group_labels(
+            attrs.get("group_labels")).with_events(bool(attrs.get("events")))  # SPEC §19
+
+
+def _plain(value: Any) -> Any:
+    """An option's value as plain JSON: mappings as dicts, sequences (and arrays) as lists of Python scalars."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _whole_budget(value: Any, given: Any) -> int:
@@ -369,6 +409,28 @@ def _checked_budget(budget: Any) -> int | tuple[int, ...] | None:
     if len(set(values)) < len(values):
         raise OptionsError(f"budget lists a number twice: {list(values)!r}.", options=("budget",))
     return values[0] if len(values) == 1 else values
+
+
+def _checked_min_arrivals(value: Any) -> int:
+    """``event_min_arrivals`` (SPEC §19): a whole number in [0, 10000] (0: no event detection).
+
+    Examples
+    --------
+    >>> _checked_min_arrivals(4)
+    4
+    >>> _checked_min_arrivals(1.5)
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: event_min_arrivals must be a whole number >= 0 (0: no event detection); got 1.5.
+    """
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not whole and isinstance(value, float) and value.is_integer():
+        value, whole = int(value), True
+    # At most 10,000: each (event, model, phase) keeps this many levels (SPEC §19).
+    if not whole or not 0 <= int(value) <= 10_000:
+        raise OptionsError(f"event_min_arrivals must be a whole number >= 0 (0: no event detection); got {value!r}.",
+                           options=("event_min_arrivals",))
+    return int(value)
 
 
 def _checked_tols(values: Any, residual_tol: float) -> tuple[float, ...]:

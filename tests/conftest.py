@@ -5,7 +5,8 @@ Shared helpers (the brute-force SPEC implementation, catalogue builders, result 
 
 Profiles: ``default`` (no deadline: the brute force is slow by design, and a loaded CI machine must not
 turn time into failures; no example database, so every run is reproducible from its seed alone) and
-``thorough`` (10× the examples), chosen with ``HYPOTHESIS_PROFILE``.
+``thorough`` (10× the examples: the profile's ``max_examples``, and the counts tests give as
+``examples(N)``, tests/helpers/examples.py), chosen with ``HYPOTHESIS_PROFILE``.
 """
 
 from __future__ import annotations

@@ -54,3 +54,17 @@ def test_each_study_key_is_taken_in_its_table_and_refused_in_another(name, tmp_p
     path.write_text(f"[{other}]\n{name} = {value}\n")
     with pytest.raises(OptionsError, match=f"unknown key \\[{other}\\]"):
         load_config(path)
+
+
+def test_every_flag_of_score_is_in_the_usage_table():
+    """docs/usage.md's table of options names every flag of `pickscale score` a study takes."""
+    from pathlib import Path
+
+    from pickscale.settings import flags_of
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "usage.md").read_text(encoding="utf-8")
+    table = text[text.index("## Options"):text.index("## Files in")]
+    missing = [s.name for s in flags_of("score") if s.table is not None and s.name not in
+               ("reference", "picks", "out", "storage_options")
+               and f"`{s.cli.flag or '--' + s.name.replace('_', '-')}" not in table]  # type: ignore[union-attr]
+    assert not missing, f"flags not in docs/usage.md's table of options: {missing}"

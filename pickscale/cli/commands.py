@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import PickscaleError, StoreError
 from ..io.storage import using
 from .flow import Closing, is_remote_folder, out_folder, run_into, write_outputs
+from .predict import predict_command
 from .runtime import command_client
 from .state import EXIT_OK
 from .study import ci_level, scoring_options, storage_of, study_of, where_to_run, whole_number
@@ -212,3 +213,14 @@ def extend_command(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"score": score_command, "demo": demo_command, "report": report_command, "extend": extend_command}
+COMMANDS["predict"] = predict_command  # SPEC §17; its body in cli/predict.py
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """``pickscale compare A B``: two pick sets of one model compared per station-day (SPEC §18)."""
+    from .compare import run_compare  # its body in cli/compare.py
+
+    return run_compare(args)
+
+
+COMMANDS["compare"] = compare_command

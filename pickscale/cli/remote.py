@@ -132,7 +132,8 @@ def write_remote_outputs(ds: Any, out: str, version: str, *, fmt: str, figures: 
                          f"`pickscale report {out}/results.zarr`.") from None
     if not quiet:
         if verbose:
-            print_tables(tables(ds), bool(ds.attrs["options"]["exhaustive"]))
+            print_tables(tables(ds), bool(ds.attrs["options"]["exhaustive"]),
+                         threshold=ds.attrs["options"]["threshold"])
         print(f"\nwrote {len(new)} table(s) and figure(s) to {out}")
         from ..report.verdict import print_verdict
 

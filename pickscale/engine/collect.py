@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..kernel import Partial, StationStack, merge_results, summed_fine
-from ..kernel.stacks import concat_binned
+from ..kernel.stacks import concat_binned, merged_events
 from .pairs import without_pairs
 
 __all__ = ["bring_back", "join", "BATCH_BYTES"]
@@ -73,7 +73,7 @@ def join(pieces: Sequence[Partial], take: Callable[[int, int, np.ndarray], Stati
     for d in sorted({d for piece in pieces for d in piece.stacks}):
         have = [(i, piece.stacks[d]) for i, piece in enumerate(pieces) if d in piece.stacks]
         stacks[d] = have[0][1] if len(have) == 1 else _joined(d, have, take)
-    return Partial(stacks=stacks, fine=summed_fine(pieces))
+    return Partial(stacks=stacks, fine=summed_fine(pieces), events=merged_events(pieces))
 
 
 def _joined(d: int, have: list[tuple[int, StationStack]],

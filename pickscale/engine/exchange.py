@@ -129,12 +129,19 @@ def exchange_meta(conf_dtype: Any, group_dtype: Any) -> pd.DataFrame:
 
 
 def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any,
-                    cover: Any = None) -> pd.DataFrame:
-    """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition)."""
+                    cover: Any = None, events: Any = None) -> pd.DataFrame:
+    """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition).
+
+    ``events`` (SPEC §19; a dtype, or None): the frame has an ``event`` column of that dtype, -1 for a pick
+    (the arrivals' event codes ride there).
+    """
     rows, unit, group = _plan_codes(part, plan, cover)
-    return pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
-                         "group": group, "time": part.time[rows],
-                         "conf": part.conf[rows].astype(conf_dtype, copy=False)})
+    frame = pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
+                          "group": group, "time": part.time[rows],
+                          "conf": part.conf[rows].astype(conf_dtype, copy=False)})
+    if events is not None:
+        frame["event"] = np.full(len(frame), -1, events)
+    return frame
 
 
 def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
@@ -146,11 +153,14 @@ def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_
     """
     conf = (ref_codes["group"].to_numpy().astype(conf_dtype) if "group" in ref_codes
             else np.zeros(len(ref_codes), conf_dtype))
-    return pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
-                         "unit": ref_codes["unit"].to_numpy(np.int32),
-                         "group": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.group_dtype),
-                         "time": ref_codes["time"].to_numpy(np.int64),
-                         "conf": conf})
+    frame = pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
+                          "unit": ref_codes["unit"].to_numpy(np.int32),
+                          "group": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.group_dtype),
+                          "time": ref_codes["time"].to_numpy(np.int64),
+                          "conf": conf})
+    if "event" in ref_codes:  # SPEC §19: each arrival's event code (-1: none)
+        frame["event"] = ref_codes["event"].to_numpy(np.int32)
+    return frame
 
 
 def choose(method: str, n_read: int, n_parts: int) -> str:
@@ -198,7 +208,8 @@ def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pla
     bounds = np.searchsorted(part_of[order], np.arange(plan.n_parts + 1))
     del part_of
     # Each column put in partition order once; a partition's arrivals are views of it (one copy in all).
-    dtypes = {"unit": np.int64, "phase": np.int8, "time": np.int64, "group": np.int32}  # group: SPEC §14
+    # group: SPEC §14; event: SPEC §19 (each only when the reference codes carry it)
+    dtypes = {"unit": np.int64, "phase": np.int8, "time": np.int64, "group": np.int32, "event": np.int32}
     columns = {name: ref_codes[name].to_numpy(dtype)[order] for name, dtype in dtypes.items() if name in ref_codes}
     del order
     tasks = []
@@ -215,9 +226,17 @@ def shuffle(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pl
 
     labels = labels_for(plan.n_parts)
     meta = exchange_meta(conf_dtype, plan.group_dtype)
-    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype, cover) for p in pick_parts],
-                            meta=meta, verify_meta=False)
+    # SPEC §19: an event column joins the frame (picks: -1) only when events are on, as narrow as the codes allow
+    events = None
+    if "event" in ref_codes:
+        most = int(ref_codes["event"].max()) if len(ref_codes) else 0
+        events = np.dtype(np.int16 if most < np.iinfo(np.int16).max else np.int32)
+        meta = meta.assign(event=np.zeros(0, events))
+    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype, cover, events)
+                             for p in pick_parts], meta=meta, verify_meta=False)
     arrivals = arrivals_frame(ref_codes, plan, labels, conf_dtype)
+    if events is not None:
+        arrivals["event"] = arrivals["event"].astype(events)
     n_arrival_parts = max(1, -(-len(arrivals) // _ARRIVALS_PER_PART))
     frame = dd.concat([picks, dd.from_pandas(arrivals, npartitions=n_arrival_parts, sort=False)])
     moved = frame.shuffle(on="label", npartitions=plan.n_parts, ignore_index=True,

@@ -46,9 +46,8 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
     if mine.group_by is not None:  # SPEC §14: the groups are decided from the whole reference of one run
         raise OptionsError(f"the store was scored with group_by {mine.group_by!r}: a store with groups of arrivals "
                            "is not extended; score all the inputs again.", options=("group_by",))
-    keywords = {"threshold": mine.threshold, "tol": mine.tol, "residual_tol": mine.residual_tol,
-                "thresholds": [float(x) for x in mine.grid], "budget": mine.budget, "exhaustive": mine.exhaustive,
-                "time_bin": mine.time_bin, "tols": mine.tols, "group_by": mine.group_by}
+    keywords = {name: [float(x) for x in mine.grid] if name == "thresholds" else getattr(mine, name)
+                for name in OPTION_NAMES}
     differ = []
     for name in OPTION_NAMES:
         value = given.get(name)
@@ -68,6 +67,8 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
         raise OptionsError(f"{said}: an extension is scored with the options of the store it extends (grid, "
                            "tolerances, threshold, budget, exhaustive, time bin, groups); leave them out, or score "
                            "all the inputs again with `pickscale score`.", options=tuple(differ))
+    if not mine.events:  # SPEC §19: a store without events has no event rows to merge: the extension detects none
+        keywords["event_min_arrivals"] = 0
     return {k: v for k, v in keywords.items() if k != "group_by"}
 
 
@@ -96,6 +97,11 @@ def check_keywords(stored_attrs: dict[str, Any], keywords: dict[str, Any]) -> di
     unknown = sorted(set(keywords) - set(KEYWORDS))
     if unknown:
         raise TypeError(f"extend() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+    if keywords.get("options") is not None:  # one Options: its fields, checked against the store's as keywords
+        given = keywords["options"]
+        keywords = {k: v for k, v in keywords.items() if k != "options"}
+        keywords.update({n: [float(x) for x in given.grid] if n == "thresholds" else getattr(given, n)
+                         for n in OPTION_NAMES})
     options = check_options(stored_attrs.get("options", {}), {k: keywords.get(k) for k in OPTION_NAMES})
     out = {k: v for k, v in keywords.items() if KEYWORDS[k] in ("reading", "engine")}
     if keywords.get("coverage") is not None or stored_attrs.get("coverage"):

@@ -179,7 +179,7 @@ def _listing(source: Any, storage_options: dict[str, Any] | None) -> tuple[list[
 
 
 def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0.0, manual_only: bool = False,
-         station_key: str = "as-is", columns: Any = None, keep: str | None = None,
+         station_key: str = "as-is", columns: Any = None, keep: str | tuple[str, ...] | None = None,
          storage_options: dict[str, Any] | None = None) -> Source:
     """Describe an input as a list of lazy read tasks.
 

@@ -129,7 +129,7 @@ def without_pairs(piece: Partial) -> Partial:
                             pairs={n: v[:0] for n, v in s.pairs.items()}, bin_key=s.bin_key, binned=s.binned,
                             n_time_bins=s.n_time_bins)
 
-    return Partial(stacks={d: bare(s) for d, s in piece.stacks.items()}, fine=piece.fine)
+    return Partial(stacks={d: bare(s) for d, s in piece.stacks.items()}, fine=piece.fine, events=piece.events)
 
 
 def pair_columns(tops: list[Any], codes: Codes, client: Any, *, options: Options, n_datasets: int) -> PairColumns:

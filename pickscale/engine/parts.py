@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..io import Normalised, normalise
+from ..io.normalise import kept_name
 from ..metrics.grid import offset_bin
 from ..options import PHASES
 
@@ -92,7 +93,7 @@ class PickPart:
 
 
 def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
-         keep: str | None = None) -> pd.DataFrame:
+         keep: str | tuple[str, ...] | None = None) -> pd.DataFrame:
     """One file as read: Parquet projected (text as dictionaries), anything else by ``read_raw``."""
     from ..io import check_columns, read_raw
     from ..io.parquet import is_parquet, read_projected
@@ -103,9 +104,10 @@ def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, column
     return read_raw(path, role=role)  # hive folder values added as for Parquet (SPEC §1)
 
 
-def _with_kept(columns: dict[str, str], keep: str | None) -> dict[str, str]:
-    """The explicit columns a Parquet projection reads, with the reference's group column (SPEC §14) if any."""
-    return columns if keep is None else {**columns, "group_value": keep}
+def _with_kept(columns: dict[str, str], keep: str | tuple[str, ...] | None) -> dict[str, str]:
+    """The explicit columns a Parquet projection reads, with the reference's group columns (SPEC §14) if any."""
+    names = (keep,) if isinstance(keep, str) else keep or ()
+    return {**columns, **{kept_name(i): name for i, name in enumerate(names)}}
 
 
 def _joined(failures: list[Failure]) -> Failure:
@@ -147,7 +149,7 @@ def read_part(path: str, *, drop_invalid: bool, floor: float, row_groups: tuple[
 
 
 def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "as-is",
-                   columns: Any = None, keep: str | None = None,
+                   columns: Any = None, keep: str | tuple[str, ...] | None = None,
                    storage_options: dict[str, Any] | None = None) -> Normalised | Failure:
     """Read and normalise reference files (the reference is small: gathered on the client).
 
@@ -163,7 +165,7 @@ def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "
 
 
 def _read_reference(paths: list[str], *, drop_invalid: bool, station_key: str, columns: Any,
-                    keep: str | None) -> Normalised | Failure:
+                    keep: str | tuple[str, ...] | None) -> Normalised | Failure:
     if len(paths) > 1:  # clean files of one schema: one table (see read_files)
         from ..io import check_columns
         from ..io.parquet import read_projected_many

@@ -38,6 +38,7 @@ from ..kernel import Partial, StationStack, combine_partials, score_station
 from ..options import Options
 from ..scope import Scope, scope_from_summary
 from ..scope.placement import pick_placement
+from ..settings import scoring_names
 from . import exchange
 from .collect import bring_back
 from .extent import capture_reference, facts_of
@@ -62,6 +63,7 @@ def score(
     reference: Any,
     picks: Any,
     *,
+    options: Options | None = None,
     threshold: float | Mapping[str, float] = 0.3,
     tol: float = 0.5,
     residual_tol: float = 2.0,
@@ -80,6 +82,7 @@ def score(
     time_bin: str | None = None,
     tols: Sequence[float] | None = None,
     group_by: str | None = None,
+    event_min_arrivals: int = 4,
     stations: Any = None,
     storage_options: dict[str, Any] | None = None,
     select_on: str | None = None,
@@ -95,6 +98,9 @@ def score(
         NonLinLoc, hypoDD …; a file, folder or glob) or an ObsPy ``Catalog``;
         the picks a SeisBench ``PickList`` (or any pick-like objects), or a
         dict of model name → such (see docs/usage.md, "Input formats").
+    options
+        The scoring options as one :class:`pickscale.Options` (then the scoring keywords below are left out:
+        giving both is an ``OptionsError``).
     threshold, tol, residual_tol, thresholds, budget, exhaustive
         Options; see :class:`pickscale.options.Options`.
     drop_invalid
@@ -154,6 +160,12 @@ def score(
         the shared threshold are also kept per group (``n_reference_by_group``,
         ``matched_by_group``, ``recall_by_group``, the timing statistics
         ``*_by_group``, dim ``group``; ``by_group.csv``).  Default: none.
+    event_min_arrivals
+        Event detection (SPEC §19): with an ``event`` column in the reference
+        (a QuakeML bulletin has one), an event is detected at θ when at least
+        this many of its scored arrivals are matched (``n_events``,
+        ``events_detected``, ``event_detection_rate``; ``events.csv``).
+        Default 4; 0: off.
     stations
         A stations table (CSV/Parquet path or DataFrame): ``station``,
         optionally ``dataset``, and attributes (``instrument``, ``site_class``
@@ -207,15 +219,15 @@ def score(
     >>> float(ds.recall.sel(dataset="all", model="model", phase="P", threshold=0.3))
     1.0
     """
+    if options is not None:  # the scoring keywords from one Options (they must be left at their defaults)
+        return score(reference, picks, **_with_options(options, dict(locals())))
     if select_on is not None:  # SPEC §16: scored on all the inputs, then on each part of them
         arguments = dict(locals())  # every keyword of this call (nothing else is bound yet)
-        del arguments["select_on"]
+        del arguments["select_on"], arguments["options"]
         from .selection import score_out_of_sample
 
         return score_out_of_sample(select_on, arguments)
-    options = Options(threshold=threshold, tol=tol, residual_tol=residual_tol, thresholds=thresholds,
-                      budget=budget, exhaustive=exhaustive, time_bin=time_bin,
-                      tols=tols, group_by=group_by)
+    options = Options(**{name: value for name, value in locals().items() if name in scoring_names()})
     group_spec, station_table = _grouping(options, stations, station_key)
     from ..io import check_columns, station_key_of
 
@@ -226,6 +238,9 @@ def score(
     if progress is None:  # a bar per stage on a terminal; else a line every 10 s of a stage that lasts
         progress = True
     client = scheduler(client)
+    from .lazy_dask import install
+
+    install()  # xarray's check for Dask arrays, without importing dask.array (issue 27)
     if client is not None:
         from .workers import check_workers
 
@@ -242,8 +257,12 @@ def score(
 
     reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns,
                "storage_options": storage_options}
-    ref_src = load(reference, role="reference", manual_only=manual_only,
-                   keep=None if group_spec is None else group_spec.column, **reading)
+    kept_columns = () if group_spec is None else group_spec.columns
+    if options.event_min_arrivals:  # SPEC §19: the event column is kept too, after the groups' columns
+        from ..scope.events import EVENT_COLUMN
+
+        kept_columns = (*kept_columns, EVENT_COLUMN)
+    ref_src = load(reference, role="reference", manual_only=manual_only, keep=kept_columns or None, **reading)
     pick_src = load(picks, role="picks", floor=options.floor, **reading)
     from .selection import restrict
 
@@ -262,6 +281,11 @@ def score(
     ref_all = Normalised.combine(ref_parts)
     del ref_parts  # (combined: the read tasks' copies are not kept)
     pick_summary, below_floor, pick_report = _combine_outlines(outlines)
+    if options.event_min_arrivals:  # SPEC §19: duplicate arrivals get one event whichever row is kept
+        from ..io.normalise import kept_name
+        from ..scope.events import settle_duplicates
+
+        settle_duplicates(ref_all.frame, kept_name(len(kept_columns) - 1))
     scope: Scope = scope_from_summary(
         ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
@@ -294,6 +318,8 @@ def score(
         group_codes, labels = reference_group_codes(scope.reference, group_spec, stations=station_table,
                                                     found_columns=ref_all.ignored_columns)
         options = options.with_group_labels(labels)
+    events = _events(scope, kept_columns, group_codes) if options.event_min_arrivals else None
+    options = options.with_events(events is not None)
     del ref_all  # the scope holds the scored reference
     plan = plan_units(scope, options, block_picks=block_picks, n_workers=n_workers(client))
     # A unit too large for a worker (a station with no quiet gap) stops here, with a message, not a dead worker.
@@ -302,7 +328,8 @@ def score(
     # What pickscale.extend checks an extension against, decided now: then the client lets the reference go
     # (its arrivals travel to the workers with the exchange), and holds nothing per arrival while scoring.
     extent = facts_of(scope, pick_summary, station_key=station_key)
-    ref_codes = plan.encode_reference(scope.reference, group=group_codes)
+    ref_codes = plan.encode_reference(scope.reference, group=group_codes,
+                                      event=None if events is None else events.codes)
     del group_codes
     scope.reference = scope.reference.iloc[:0]
 
@@ -329,7 +356,7 @@ def score(
     # 5. Finalize on the client: one partial of arrays, in canonical order.
     from ..results import assemble
 
-    per_dataset = _per_dataset(total, scope, plan, options)
+    per_dataset = _per_dataset(total, scope, plan, options, events)
     del total  # per_dataset holds its arrays (or fetches them), and assemble takes them one by one
     attrs = attributes(options, scope, ref_src, pick_src, ref_report, pick_report, started)
     # What pickscale.extend checks an extension against.
@@ -365,6 +392,30 @@ def _raise_failures(parts: Sequence[Any]) -> None:
         raise InputError("\n".join(lines))
 
 
+def _with_options(options: Options, called: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of a :func:`score` call given ``options=``: its scoring keywords taken from the Options
+    (any also given otherwise than at its default is an OptionsError), the others as called."""
+    import inspect
+
+    defaults = {n: p.default for n, p in inspect.signature(score).parameters.items()}
+    scoring = [n for n in scoring_names() if n in defaults]
+    both = [n for n in scoring if not _same(called[n], defaults[n])]
+    if both:
+        raise OptionsError(f"score() got options= and {', '.join(both)}: give the scoring options in one place "
+                           "(options=Options(...), or as keywords).", options=tuple(both))
+    if not isinstance(options, Options):
+        raise OptionsError(f"options must be a pickscale.Options; got {type(options).__name__}.")
+    keywords = {n: v for n, v in called.items() if n not in ("reference", "picks", "options") and n not in scoring}
+    return {**keywords, **{n: getattr(options, n) for n in scoring}}
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):  # an array compared element-wise
+        return False
+
+
 def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str, int], Normalised]:
     frame = pd.concat([o.combos for o in outlines], ignore_index=True)
     keys = ["dataset", "station", "model"] + (["cell"] if "cell" in frame else [])
@@ -385,13 +436,23 @@ def _conf_dtype(outlines: list[Any]) -> Any:
     return np.float32 if all(o.conf.dtype == np.float32 for o in outlines) else np.float64
 
 
-def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Options) -> dict[str, Any]:
+def _events(scope: Scope, keep: tuple[str, ...], group_codes: np.ndarray | None) -> Any:
+    """SPEC §19: the events of the scored reference (codes decided here, once), or None without any."""
+    from ..io.normalise import kept_name
+    from ..scope.events import event_codes
+
+    return event_codes(scope.reference, kept_name(len(keep) - 1), group=group_codes)
+
+
+def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Options,
+                 events: Any = None) -> dict[str, Any]:
     """Every scored dataset's counts (:class:`pickscale.results.DatasetCounts`) from the combined partial.
 
     The counts are the partial's own arrays (taken out of it as they are laid out): a station no task
     returned (nothing to score there) keeps zero counts.
     """
     from ..results import counts_from_stack
+    from ..results.events import event_counts
 
     stations = plan.stations
     names = stations["station"].to_numpy(object)
@@ -406,4 +467,9 @@ def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Option
         fine = total.fine.get(d) if total is not None else None
         per_dataset[dataset] = counts_from_stack(stack, names=names[stack.keys], models=scope.models[dataset],
                                                  options=options, fine=fine, stations=names[keys])
+        if events is not None and dataset in events.names:  # SPEC §19: the dataset's events, laid out by id
+            per_dataset[dataset].events = event_counts(
+                total.events.get(d) if total is not None else None, events.names[dataset],
+                None if events.groups is None else events.groups[dataset], n_models=len(scope.models[dataset]),
+                k=options.n_event_levels)
     return per_dataset

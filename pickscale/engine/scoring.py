@@ -18,8 +18,9 @@ __all__ = ["score_partition", "score_shuffled", "score_units"]
 def score_partition(reference: dict[str, np.ndarray], plan: Any, options: Options, *pieces: Piece) -> Partial:
     """Score the pieces of one work partition (the direct exchange); ``reference`` holds its arrivals."""
     pieces = tuple(p for p in pieces if len(p))
-    arrivals = (reference["unit"], reference["phase"], reference["time"],
-                *((reference["group"],) if "group" in reference else ()))
+    # (unit, phase, time, group or None, event or None): SPEC §14's group and §19's event ride along when present.
+    arrivals = (reference["unit"], reference["phase"], reference["time"], reference.get("group"),
+                reference.get("event"))
     if not pieces:
         return score_units([np.zeros(0, np.int64)] * 3 + [np.zeros(0, np.float64)], arrivals, plan, options)
     unit = np.concatenate([np.repeat(p.units, p.counts) for p in pieces])
@@ -36,10 +37,12 @@ def score_shuffled(frame: pd.DataFrame, plan: Any, options: Options) -> Partial:
     group = frame["group"].to_numpy()
     pick = group >= 0
     unit = frame["unit"].to_numpy(np.int64)
-    arrivals: tuple[np.ndarray, ...] = (unit[~pick], (-1 - group[~pick]).astype(np.int8),
-                                        frame["time"].to_numpy(np.int64)[~pick])
-    if options.n_groups:  # SPEC §14: an arrival's conf holds its group code (exchange.arrivals_frame)
-        arrivals += (frame["conf"].to_numpy()[~pick].astype(np.int32),)
+    arrivals: tuple[np.ndarray | None, ...] = (unit[~pick], (-1 - group[~pick]).astype(np.int8),
+                                               frame["time"].to_numpy(np.int64)[~pick])
+    # SPEC §14: an arrival's conf holds its group code (exchange.arrivals_frame)
+    arrivals += (frame["conf"].to_numpy()[~pick].astype(np.int32) if options.n_groups else None,)
+    # SPEC §19: the event code rides in its own column, there only when the run detects events
+    arrivals += (frame["event"].to_numpy()[~pick].astype(np.int64) if "event" in frame else None,)
     rows = np.flatnonzero(pick)
     order = rows[np.argsort(unit[rows], kind="stable")]
     picks = _sorted_picks(order, unit, lambda: group, lambda: frame["time"].to_numpy(np.int64),
@@ -58,13 +61,14 @@ def _sorted_picks(order: np.ndarray, unit: np.ndarray, *columns: Any) -> list[np
     return out
 
 
-def score_units(picks: list[np.ndarray], arrivals: tuple[np.ndarray, ...], plan: Any,
+def score_units(picks: list[np.ndarray], arrivals: tuple[np.ndarray | None, ...], plan: Any,
                 options: Options) -> Partial:
     """Score every work unit present among ``picks`` and ``arrivals``.
 
     ``picks`` = [unit, group, time, conf], sorted by unit (stably), emptied here so that
     each column is freed when no longer needed; ``arrivals`` =
-    (unit, phase, time[, group]), any order (group: SPEC §14, with ``options.n_groups``).
+    (unit, phase, time[, group[, event]]), any order (group: SPEC §14, with ``options.n_groups``; event:
+    SPEC §19, with ``options.n_event_levels``; either None when absent).
     Within a unit, row order does not matter: the kernel puts each unit's rows in its canonical
     order.  The fine curve is summed per dataset here rather than shipped per unit.
     """
@@ -72,10 +76,12 @@ def score_units(picks: list[np.ndarray], arrivals: tuple[np.ndarray, ...], plan:
     picks.clear()
     p_model, p_phase = p_group >> 1, p_group & 1
     del p_group
-    r_unit, r_phase, r_time = arrivals[:3]
+    r_unit, r_phase, r_time = (np.asarray(a) for a in arrivals[:3])  # (never None: only group and event may be)
     r_order = np.argsort(r_unit, kind="stable")
     r_unit, r_phase, r_time = r_unit[r_order], r_phase[r_order], r_time[r_order]
-    r_grp = arrivals[3][r_order] if len(arrivals) > 3 else None
+    grp, evt = (tuple(arrivals[3:]) + (None, None))[:2]
+    r_grp = grp[r_order] if grp is not None else None
+    r_evt = evt[r_order] if evt is not None else None
     n_models = plan.stations["n_models"].to_numpy(np.int64)
     dataset_of = plan.stations["dcode"].to_numpy(np.int64)
 
@@ -90,6 +96,7 @@ def score_units(picks: list[np.ndarray], arrivals: tuple[np.ndarray, ...], plan:
             p_model[plo:phi], p_phase[plo:phi], p_time[plo:phi], p_conf[plo:phi],
             n_models=int(n_models[key]), options=options,
             arrival_group=None if r_grp is None else r_grp[rlo:rhi],
+            arrival_event=None if r_evt is None else r_evt[rlo:rhi],
         )
         d = int(dataset_of[key])
         curve = (result.fine_emitted, result.fine_matched)

@@ -91,12 +91,14 @@ class UnitPlan:
                 unit[sel] += block_of(time_ns[sel], self.cuts[int(key)])
         return unit
 
-    def encode_reference(self, reference: pd.DataFrame, group: np.ndarray | None = None) -> pd.DataFrame:
+    def encode_reference(self, reference: pd.DataFrame, group: np.ndarray | None = None,
+                         event: np.ndarray | None = None) -> pd.DataFrame:
         """Scored arrivals as (part, unit, phase, time) codes (rows at other stations left out, order kept).
 
         Works on the text columns' codes (``Categorical`` or factorized): no
         per-row string, no merge.  ``group`` (one int32 code per reference row,
-        SPEC §14) adds a ``group`` column.
+        SPEC §14) adds a ``group`` column, ``event`` (one int32 event code per row, −1 for none; SPEC §19)
+        an ``event`` column.
         """
         rows, skey = _station_rows(self.stations, reference)
         # The scope's reference is at scored stations only: every row, taken as it is (no copies per arrival).
@@ -118,6 +120,8 @@ class UnitPlan:
         })
         if group is not None:
             codes["group"] = np.asarray(group, dtype=np.int32) if every else np.asarray(group, dtype=np.int32)[rows]
+        if event is not None:
+            codes["event"] = np.asarray(event, dtype=np.int32) if every else np.asarray(event, dtype=np.int32)[rows]
         return codes
 
 

@@ -39,7 +39,7 @@ def normalise(
     categorical: bool = False,
     station_key: str = "as-is",
     columns: dict[str, str] | str | None = None,
-    keep: str | None = None,
+    keep: str | tuple[str, ...] | None = None,
 ) -> Normalised:
     """Map aliases, parse and validate one raw table (SPEC §1).
 
@@ -74,8 +74,8 @@ def normalise(
         ``{"model": "rid", "station": "tid"}`` (or ``"model=rid,station=tid"``);
         they win over the aliases.
     keep
-        A further column to keep (the reference's group column, SPEC §14):
-        its raw values, row for row, as the object column ``group_value``;
+        Further columns to keep (what the reference's groups are made of, SPEC §14): the raw values of
+        each, row for row, as the object columns :func:`kept_name` ``(0)`` (``group_value``), ``(1)`` …;
         ``None`` (default) keeps none.
 
     An EQTransformer prediction table (``p_arrival_time, p_probability,
@@ -150,8 +150,8 @@ def normalise(
     kept_rows = np.flatnonzero(parsed.keep & ~invalid)
     frame = _frame(parsed, kept_rows, role, categorical)
     used = {c for c in found.values() if c is not None}
-    if keep is not None:
-        used |= _keep_column(frame, raw, keep, kept_rows)
+    for i, name in enumerate((keep,) if isinstance(keep, str) else keep or ()):
+        used |= _keep_column(frame, raw, name, kept_rows, kept_name(i))
     attach_report(frame, n, n_invalid, parsed.dropped)
     return Normalised(
         frame=frame,
@@ -261,8 +261,19 @@ def _frame(parsed: _Parsed, rows: np.ndarray, role: str, categorical: bool) -> p
 KEPT_COLUMN = "group_value"
 
 
-def _keep_column(frame: pd.DataFrame, raw: pd.DataFrame, keep: str, rows: np.ndarray) -> set[Any]:
-    """Add ``raw[keep]``'s values of the rows kept as :data:`KEPT_COLUMN` (object); the column used, or none.
+def kept_name(i: int) -> str:
+    """The column of a normalised reference that holds the ``i``-th column ``keep`` names.
+
+    Examples
+    --------
+    >>> kept_name(0), kept_name(2)
+    ('group_value', 'group_value_2')
+    """
+    return KEPT_COLUMN if i == 0 else f"{KEPT_COLUMN}_{i}"
+
+
+def _keep_column(frame: pd.DataFrame, raw: pd.DataFrame, keep: str, rows: np.ndarray, as_name: str) -> set[Any]:
+    """Add ``raw[keep]``'s values of the rows kept as ``as_name`` (object); the column used, or none.
 
     The name is matched exactly, else ignoring case; a table without it gets no
     such column (the engine says so, naming the option).
@@ -274,7 +285,7 @@ def _keep_column(frame: pd.DataFrame, raw: pd.DataFrame, keep: str, rows: np.nda
     values = raw[name]
     if isinstance(values.dtype, pd.CategoricalDtype):
         values = values.astype(object)
-    frame[KEPT_COLUMN] = pd.Series(np.asarray(values.to_numpy(), dtype=object)[rows], copy=False)
+    frame[as_name] = pd.Series(np.asarray(values.to_numpy(), dtype=object)[rows], copy=False)
     return {name}
 
 

@@ -28,6 +28,7 @@ from enum import Enum
 import numpy as np
 
 from . import exact
+from .events import EVENT_ROWS, merge_events
 
 __all__ = ["Kind", "FIELDS", "PER_STATION", "PAIR_KEY", "BINNED_ROWS", "DENSE_BINNED", "LAID_OUT", "of_kind",
            "merge", "merge_binned", "finalize", "pair_order", "add_fine"]
@@ -43,6 +44,8 @@ class Kind(Enum):
     PAIRS = "residual pairs: concatenated, then put in canonical order"
     FINE = "fine curve: summed per dataset, not kept per station"
     BINNED = "counts per time bin: one row per bin a station occupies, rows of the same bin summed"
+    EVENTS = ("levels per event (SPEC §19): one row per event, kept per dataset, not per station; rows of one "
+              "event merged: arrivals summed, the K highest levels of each (model, phase) of their union kept")
 
 
 #: The declaration: every field of :class:`~pickscale.kernel.StationResult`, in field order, with its kind.
@@ -81,6 +84,11 @@ FIELDS: dict[str, Kind] = {
     # Tolerance sensitivity (SPEC §13): matched at the shared threshold per extra tolerance; summed like every
     # count (an empty last axis without tols).
     "matched_at_tol": Kind.COUNT,
+    # Event detection (SPEC §19): per event with an arrival here, its arrivals and the K highest detection levels
+    # of each (model, phase) (kernel/events.py); zero rows without events.
+    "event_code": Kind.EVENTS,
+    "event_n_reference": Kind.EVENTS,
+    "event_levels": Kind.EVENTS,
 }
 
 #: The canonical order of residual pairs: sorted by these fields, first to last.
@@ -115,7 +123,7 @@ DENSE_BINNED = {"n_reference_over_time": "binned_n_reference", "emitted_over_tim
 
 #: The per-station counts as the results Dataset holds them, in field order: :data:`PER_STATION` with the
 #: binned counts, dense, where their rows are declared.
-LAID_OUT = tuple(name for field, kind in FIELDS.items() if kind not in (Kind.PAIRS, Kind.FINE)
+LAID_OUT = tuple(name for field, kind in FIELDS.items() if kind not in (Kind.PAIRS, Kind.FINE, Kind.EVENTS)
                  for name in ((field,) if kind is not Kind.BINNED else
                               [dense for dense, rows in DENSE_BINNED.items() if rows == field]))
 
@@ -133,7 +141,7 @@ def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
         values = [p[name] for p in parts]
         if kind is Kind.PAIRS:
             out[name] = np.concatenate(values)
-        elif kind is Kind.BINNED:
+        elif kind in (Kind.BINNED, Kind.EVENTS):
             continue  # below, all rows at once
         elif kind is not Kind.DERIVED:
             out[name] = sum(values[1:], start=values[0])
@@ -145,6 +153,7 @@ def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     out.update(finalize(out))
     out.update(merge_binned([{name: p[name] for name in BINNED_ROWS} for p in parts]))
     out["n_time_bins"] = parts[0]["n_time_bins"]
+    out.update(merge_events([{name: p[name] for name in EVENT_ROWS} for p in parts]))
     return {name: out[name] for name in FIELDS}
 
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .combine import BINNED_ROWS, PER_STATION, Kind, add_fine, of_kind
+from .events import EVENT_ROWS, empty_rows, merge_events
 from .station import StationResult, merge_results
 
-__all__ = ["StationStack", "Partial", "combine_partials", "summed_fine", "concat_binned", "FAN_IN"]
+__all__ = ["StationStack", "Partial", "combine_partials", "summed_fine", "merged_events", "concat_binned", "FAN_IN"]
 
 #: Partials combined per reduction task.
 FAN_IN = 8
@@ -102,7 +103,8 @@ class StationStack:
         # The binned rows too: all with the pairs, or none (a station's rows are looked up once, like its pairs).
         blo, bhi = np.searchsorted(self.bin_key, [self.keys[i], self.keys[i] + 1]) if with_pairs else (0, 0)
         empty = np.zeros(0, dtype=np.int64)
-        return StationResult(**{name: empty for name in of_kind(Kind.FINE)},
+        # Event rows are kept per dataset (Partial.events), not per station: none here.
+        return StationResult(**{name: empty for name in of_kind(Kind.FINE)}, **empty_rows(),
                              **{name: values[i] for name, values in self.fields.items()},
                              **{name: values[lo:hi] for name, values in self.pairs.items()},
                              **{name: values[blo:bhi] for name, values in self.binned.items()},
@@ -183,6 +185,8 @@ class Partial:
 
     stacks: dict[int, StationStack]
     fine: dict[int, tuple[np.ndarray, np.ndarray]]
+    #: Per dataset code, its event rows (SPEC §19, :mod:`pickscale.kernel.events`); none without events.
+    events: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, items: Iterable[tuple[int, int, StationResult]],
@@ -191,9 +195,11 @@ class Partial:
         by_dataset: dict[int, dict[int, list[StationResult]]] = {}
         for d, key, result in items:
             by_dataset.setdefault(d, {}).setdefault(key, []).append(result)
-        stacks = {d: StationStack.of([(k, merge_results(rs)) for k, rs in sorted(per.items())])
-                  for d, per in by_dataset.items()}
-        return cls(stacks=stacks, fine=fine)
+        merged = {d: [(k, merge_results(rs)) for k, rs in sorted(per.items())] for d, per in by_dataset.items()}
+        stacks = {d: StationStack.of(rows) for d, rows in merged.items()}
+        events = {d: merge_events([{n: getattr(r, n) for n in EVENT_ROWS} for _, r in rows])
+                  for d, rows in merged.items()}
+        return cls(stacks=stacks, fine=fine, events={d: e for d, e in events.items() if e["event_code"].size})
 
 
 def combine_partials(*partials: Partial) -> Partial:
@@ -203,7 +209,16 @@ def combine_partials(*partials: Partial) -> Partial:
         for d, s in p.stacks.items():
             stacks.setdefault(d, []).append(s)
     return Partial(stacks={d: StationStack.concat(ss) for d, ss in sorted(stacks.items())},
-                   fine=summed_fine(partials))
+                   fine=summed_fine(partials), events=merged_events(partials))
+
+
+def merged_events(partials: Iterable[Partial]) -> dict[int, dict[str, np.ndarray]]:
+    """Per dataset code, the partials' event rows merged (SPEC §19: the K highest levels of the union)."""
+    per: dict[int, list[dict[str, np.ndarray]]] = {}
+    for p in partials:
+        for d, rows in p.events.items():
+            per.setdefault(d, []).append(rows)
+    return {d: merge_events(rows) for d, rows in sorted(per.items())}
 
 
 def summed_fine(partials: Iterable[Partial]) -> dict[int, tuple[np.ndarray, np.ndarray]]:

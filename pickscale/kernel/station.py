@@ -25,6 +25,7 @@ from ..options import N_BINS, Options
 from . import exact
 from .bins import bin_index
 from .combine import finalize, merge, pair_order
+from .events import empty_rows, station_events
 from .groups import N_PHASES, match_groups
 
 __all__ = ["StationResult", "score_station", "merge_results", "level", "calibration_bin"]
@@ -71,6 +72,10 @@ class StationResult:
     pair_group: np.ndarray  # (K,) int32: the group of each residual pair's arrival (0 without groups)
     # Tolerance sensitivity (SPEC §13), at the shared threshold only; L = len(options.tols), 0 without tols.
     matched_at_tol: np.ndarray  # (M, 2, L) int64: picks >= threshold in a detection pair of the matching at tols[l]
+    # Event detection (SPEC §19; kernel/events.py): one row per event with an arrival here; E = 0 without events.
+    event_code: np.ndarray  # (E,) int64: the events (codes the client assigned), ascending
+    event_n_reference: np.ndarray  # (E, 2) int64: the event's arrivals here, per phase
+    event_levels: np.ndarray  # (E, M, 2, K) int16: per model and phase, the K highest detection levels, descending
 
     @property
     def n_reference_over_time(self) -> np.ndarray:
@@ -160,6 +165,7 @@ def score_station(
     n_models: int,
     options: Options,
     arrival_group: np.ndarray | None = None,
+    arrival_event: np.ndarray | None = None,
 ) -> StationResult:
     """Every additive count of SPEC §4–§7 for one (dataset, station).
 
@@ -178,6 +184,9 @@ def score_station(
         Each arrival's group code (``0 … options.n_groups - 1``; SPEC §14),
         used only when ``options.n_groups`` > 0; ``None``: every arrival in
         group 0.
+    arrival_event
+        Each arrival's event code (SPEC §19; −1: no event), used only when
+        ``options.n_event_levels`` > 0; ``None``: no event rows.
 
     Returns
     -------
@@ -240,6 +249,8 @@ def score_station(
     out.update(_pairs(p_group, p_time, p_conf, r_time, res, r_agroup))
     out["matched_at_tol"] = _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, n_groups=n_groups,
                                              options=options)
+    out.update(_events(arrival_event, a_order, a_phase, r_order, r_group, det, lvl, n_models=n_models,
+                       options=options))
     shape3 = (n_models, N_PHASES, -1)
     out = {name: values.reshape(shape3) if name in _PER_GROUP else values for name, values in out.items()}
     out["cal_conf_limbs"] = out["cal_conf_limbs"].reshape(n_models, N_PHASES, N_BINS, exact.N_LIMBS)
@@ -391,6 +402,24 @@ def _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_groups:
                            tol=tol, rtol=options.residual_tol_ns)[0]
         out[:, i] = np.bincount(p_group[surviving & (det >= 0)], minlength=n_groups)
     return out
+
+
+def _events(arrival_event, a_order, a_phase, r_order, r_group, det, lvl, *, n_models: int,
+            options: Options) -> dict[str, np.ndarray]:
+    """SPEC §19: the station's event rows, from the same detection matching (``tol``) as every count.
+
+    An arrival's level is that of the pick that took it (0: none took it); by SPEC §3 it is matched at
+    grid threshold k exactly when its level is > k, so each event keeps its K highest levels per (model, phase).
+    """
+    k = options.n_event_levels
+    if k == 0 or arrival_event is None:
+        return empty_rows()
+    a_event = _as(arrival_event, np.int64)[a_order]
+    r_event = np.tile(a_event, n_models)[r_order]
+    r_level = np.zeros(r_group.size, np.int64)
+    hit = det >= 0
+    r_level[det[hit]] = lvl[hit]
+    return station_events(a_event, a_phase, r_event, r_group, r_level, n_models=n_models, k=k)
 
 
 def _arrival_groups(arrival_group, a_order: np.ndarray, options: Options) -> np.ndarray:

@@ -60,11 +60,18 @@ _OUTPUTS_TMP = ".pickscale-outputs.tmp-"
 
 def output_names() -> list[str]:
     """Every file ``score``/``report`` may write or remove in an output folder, besides ``results.zarr``."""
-    from .names import FIGURES, GROUP_FIGURES, TIME_BIN_FIGURES, TOLERANCE_FIGURES  # the names only: no matplotlib
+    from .names import (  # the names only: no matplotlib
+        EVENT_FIGURES,
+        FIGURES,
+        GROUP_FIGURES,
+        TIME_BIN_FIGURES,
+        TOLERANCE_FIGURES,
+    )
 
     return ([f"{name}.csv" for name in (*TABLE_NAMES, *OPTIONAL_TABLES)]
-            + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES, *TOLERANCE_FIGURES, *GROUP_FIGURES)
-                  for fmt in FIGURE_FORMATS]
+            + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES, *TOLERANCE_FIGURES, *GROUP_FIGURES,
+                                                    *EVENT_FIGURES)
+               for fmt in FIGURE_FORMATS]
             + [OUTPUTS_MARKER])
 
 
@@ -258,7 +265,8 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
     progress display's stage (``grow(n)``, ``update()``), counting the tables and then each figure.
     """
     out_dir = Path(out_dir)
-    frames = tables(ds)
+    # With figures, the tables are computed while other processes draw (figures/processes.py; issue 27).
+    frames: dict[str, pd.DataFrame] = {} if figures else tables(ds)
     out_dir.mkdir(parents=True, exist_ok=True)
     from ..store import temporaries
 
@@ -270,23 +278,32 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         temporaries.drop(tmp)
         raise
     try:
-        paths = write_tables(frames, tmp)
-        new = [p.name for p in paths]
-        written = list(new)
-        if stage is not None:
-            stage.update()
-        if figures:
+        new: list[str] = []
+        written: list[str] = []
+
+        def write_the_tables(count_figures: int = 0) -> None:
+            if figures:
+                frames.update(tables(ds))
+            new.extend(p.name for p in write_tables(frames, tmp))
+            written.extend(new)
+            if stage is not None:
+                stage.update()
+                if count_figures:  # figures are most of a small study's time: each counts as it is written
+                    stage.grow(count_figures)
+
+        if not figures:
+            write_the_tables()
+        else:
             import matplotlib
 
             matplotlib.use("Agg")
             from .figures import save_figures
             from .figures.build import figure_names
 
-            # Figures are most of a small study's time: each one counts in the display as it is written.
-            if stage is not None:
-                stage.grow(len(figure_names(ds)))
+            n_figures = len(figure_names(ds))
             figs = save_figures(ds, tmp / "figures", format=fmt,
-                                on_written=None if stage is None else (lambda _: stage.update()))
+                                on_written=None if stage is None else (lambda _: stage.update()),
+                                meanwhile=lambda: write_the_tables(n_figures))
             new += [f"figures/{p.name}" for p in figs]
             written.append(f"figures/ ({len(figs)} {fmt})")
         removed = _commit_outputs(tmp, out_dir, new, store)
@@ -295,7 +312,7 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         temporaries.drop(tmp)
     if not quiet:
         if verbose:
-            print_tables(frames, bool(ds.attrs["options"]["exhaustive"]))
+            print_tables(frames, bool(ds.attrs["options"]["exhaustive"]), threshold=ds.attrs["options"]["threshold"])
         print(f"\nwrote {', '.join(written)} to {out_dir}")
         if removed:
             print(f"removed {_listing(removed)}: pickscale's files of an earlier run that this run did not "
@@ -305,19 +322,33 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         print_verdict(ds)
 
 
-def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool) -> None:
+def _shared(threshold: Any) -> str:
+    """The shared threshold as a title says it: ``0.3``, or ``P 0.5, S 0.3`` (one per phase, SPEC §2).
+
+    Examples
+    --------
+    >>> _shared(0.3), _shared({"P": 0.5, "S": 0.3}), _shared(None)
+    ('the shared threshold 0.3', 'the shared thresholds P 0.5, S 0.3', 'the shared threshold')
+    """
+    if isinstance(threshold, Mapping):
+        return "the shared thresholds " + ", ".join(f"{p} {float(v):g}" for p, v in threshold.items())
+    return "the shared threshold" + (f" {float(threshold):g}" if threshold is not None else "")
+
+
+def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool, *, threshold: Any = None) -> None:
     """Print the summary tables (:data:`~pickscale.report.tables.PRINTED`) as ``score`` and ``report`` do.
 
     The rows of a (dataset, phase) without reference arrivals are left out (their metrics are NaN, SPEC §4:
     printed, they would read as results), with one line per such dataset and phase under the detection
-    table; the CSV files keep them.
+    table; the CSV files keep them.  ``threshold``: the stored option (one value, or one per phase), named in
+    the titles.
     """
+    at = _shared(threshold)
     titles = {
-        "detection": "DETECTION at the shared threshold; recall_at_budget, best_threshold and ap over all thresholds",
-        "timing": "ONSET TIME at the shared threshold (residuals matched at residual_tol; gross_error_rate beyond tol)",
+        "detection": f"DETECTION at {at}; recall_at_budget, best_threshold and ap over all thresholds",
+        "timing": f"ONSET TIME at {at} (residuals matched at residual_tol; gross_error_rate beyond tol)",
         "calibration": "CALIBRATION (all picks at or above the floor)",
-        "phase_quality": "PHASE QUALITY at the shared threshold "
-                         "(a swap: an arrival found only by a pick of the other phase)",
+        "phase_quality": f"PHASE QUALITY at {at} (a swap: an arrival found only by a pick of the other phase)",
     }
     unscored = _phases_without_reference(frames["detection"])
     for name in PRINTED:

@@ -32,7 +32,7 @@ TABLE_NAMES = ("detection", "timing", "calibration", "reliability", "phase_quali
 #: Tables written only when the results have them: ``over_time`` with time bins (SPEC §10), ``budgets`` with
 #: several budgets (SPEC §7), ``model_differences`` with bootstrap intervals (SPEC §12), ``tolerance`` with ``tols``
 #: (SPEC §13).
-OPTIONAL_TABLES = ("over_time", "budgets", "model_differences", "tolerance", "by_group")
+OPTIONAL_TABLES = ("over_time", "budgets", "model_differences", "tolerance", "by_group", "events")
 #: The tables printed by ``score`` and ``report``.
 PRINTED = ("detection", "timing", "calibration", "phase_quality")
 #: The columns printed of a table, where not all (the CSV files hold every column): SPEC §8's
@@ -142,7 +142,31 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
         out["tolerance"] = tolerance(ds)
     if "matched_by_group" in ds:  # SPEC §14
         out["by_group"] = by_group(ds)
+    if "events_detected_at_threshold" in ds:  # SPEC §19
+        out["events"] = events(ds)
     return out
+
+
+def events(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §19: per (dataset, model, group of events), at the shared threshold: the events with a scored
+    arrival, those detected (at least ``event_min_arrivals`` of their arrivals matched, each at its phase's
+    threshold) and the rate.  Without ``group_by`` one group, ``all``; groups in the run's order.
+    """
+    import xarray as xr
+
+    detected = ds["events_detected_at_threshold"]
+    table = xr.Dataset({"n_events": ds["n_events"].broadcast_like(detected), "detected": detected,
+                        "detection_rate": ds["event_detection_rate_at_threshold"]})
+    if "group" not in detected.dims:
+        table = table.expand_dims(group=np.array(["all"], dtype=object))
+    present = ds["model_present"].broadcast_like(table["detected"])
+    frame = _frame(table, ["n_events", "detected", "detection_rate"], ["dataset", "model", "group"], present)
+    position = {str(g): i for i, g in enumerate(table["group"].values)}
+    order = np.lexsort((frame["group"].map(position).to_numpy(np.int64),
+                        np.r_[0, np.cumsum((frame[["dataset", "model"]].iloc[1:].to_numpy()
+                                            != frame[["dataset", "model"]].iloc[:-1].to_numpy()).any(axis=1))]
+                        if len(frame) else np.zeros(0, np.int64)))
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def _with_interval(table: dict, ds: xr.Dataset, names: list[str]) -> dict:

@@ -26,7 +26,7 @@ from ..kernel.combine import DENSE_BINNED
 from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
-from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, text
+from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, declared_dims, text
 
 __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
 
@@ -51,6 +51,7 @@ class DatasetCounts:
     fine_matched: np.ndarray
     pairs: dict[str, np.ndarray] = field(default_factory=dict)  # model, phase, station, residual_ns, conf
     columns: np.ndarray | None = None
+    events: Any = None  # SPEC §19: the dataset's events (results.events.EventCounts), or None
 
 
 _MISSING: Any = object()
@@ -216,7 +217,10 @@ def _order(options: Options) -> tuple[str, ...]:
     """The variables of a run: without time bins, none of :data:`~pickscale.results.variables.TIME_BINNED`."""
     names = _ORDER if options.time_bin is not None else tuple(n for n in _ORDER if n not in TIME_BINNED)
     names = _with_groups(names, options)  # SPEC §14
-    return names if options.tols is not None else tuple(n for n in names if n not in TOLERANCED)
+    names = names if options.tols is not None else tuple(n for n in names if n not in TOLERANCED)
+    if options.events:  # SPEC §19: the events' counts, last
+        names = (*names, "event_n_reference", "event_levels", *(("event_group",) if options.group_by else ()))
+    return names
 
 
 def _with_groups(names: tuple[str, ...], options: Options) -> tuple[str, ...]:
@@ -281,7 +285,14 @@ def assemble(
         coords["group"] = _group_coordinate(options)
     if options.tols is not None:  # SPEC §13
         coords["tol"] = np.array(options.tols, dtype=np.float64)
-    ds = xr.Dataset({name: (VARIABLES[name].dims, data[name]) for name in names}, coords=coords)
+    if options.events:  # SPEC §19
+        from .events import lay_out_events
+
+        event_data, event_coords = lay_out_events([per_dataset[d].events for d in datasets],
+                                                  [per_dataset[d].models for d in datasets], models, options)
+        data.update(event_data)
+        coords.update(event_coords)
+    ds = xr.Dataset({name: (declared_dims(name), data[name]) for name in names}, coords=coords)
     ds.attrs.update(dict(attrs or {}))
     ds.attrs["options"] = options.to_attrs()
     return derive(ds, options=options, statistics=statistics)

@@ -88,6 +88,10 @@ def derive(ds: xr.Dataset, *, options: Options,
 
     if "matched_by_group" in ds:
         out.update(_by_group(ds, stats["by_group"]))
+    if "event_levels" in ds:  # SPEC §19
+        from .events import derive_events
+
+        out.update(derive_events(ds, options))
 
     derived = xr.Dataset(out)
     for name in derived.data_vars:

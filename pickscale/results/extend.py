@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -301,7 +302,10 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     by default they are merged here, station by station, with the counts.
     """
     options = Options.from_attrs(stored.attrs["options"])
-    if Options.from_attrs(new.attrs["options"]) != options:
+    given = Options.from_attrs(new.attrs["options"])
+    if not given.events:  # SPEC §19: a side that detected no events has no K to agree on (the store's holds)
+        given = dataclasses.replace(given, event_min_arrivals=options.event_min_arrivals)
+    if given != options:
         raise RuntimeError("internal error: merging results scored with other options")
     options = options.with_bin_edges(union_edges(options, stored, new))
     starts_a, starts_b = bin_starts_ns(stored), bin_starts_ns(new)
@@ -321,6 +325,13 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
             b.fine_matched = b.fine_emitted
         per_dataset[d] = merge_counts(a, b, options=options, starts_a=starts_a, starts_b=starts_b,
                                       same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b, dataset=d)
+        if options.events:  # SPEC §19: the events merged by id (the K highest levels of both sides)
+            from .events import events_of, merge_event_counts
+
+            per_dataset[d].events = merge_event_counts(
+                events_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))), events_of(new, d),
+                models_a=a.models, models_b=b.models, models=per_dataset[d].models, k=options.n_event_levels,
+                same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b)
     out_attrs = dict(stored.attrs if attrs is None else attrs)
     out_attrs.pop("options", None)
     pairs = None

@@ -115,6 +115,7 @@ def attach(main: xr.Dataset, select: xr.Dataset, report: xr.Dataset, *, rule: st
     n_select = np.zeros((nd, npp), dtype=np.int64)
     n_report = np.zeros((nd, npp), dtype=np.int64)
     budget = np.zeros((nd, npp), dtype=np.int64)
+    absent: dict[tuple[str, str], list[str]] = {}  # (dataset, part) -> the models without picks there
     for d, dataset in enumerate(datasets):
         ds_, dr = sd.get(dataset), rd.get(dataset)
         for p, phase in enumerate(phases):
@@ -132,7 +133,11 @@ def attach(main: xr.Dataset, select: xr.Dataset, report: xr.Dataset, *, rule: st
                 if ds_ is not None and ms is not None and s_present[ds_, ms]:
                     chosen = float(s_best[ds_, ms, ps])
                 out["best_threshold_selected"][d, m, p] = chosen
+                if p == 0 and not (ds_ is not None and ms is not None and s_present[ds_, ms]):
+                    absent.setdefault((dataset, "selection"), []).append(model)
                 if dr is None or mr is None or not r_present[dr, mr]:
+                    if p == 0:
+                        absent.setdefault((dataset, "report"), []).append(model)
                     continue  # the model emitted nothing in the report part of this dataset: not read there
                 if not np.isnan(chosen):
                     (k,) = np.flatnonzero(r_grid == chosen)  # one grid: the threshold is on the report's too
@@ -163,7 +168,34 @@ def attach(main: xr.Dataset, select: xr.Dataset, report: xr.Dataset, *, rule: st
                                                   coords={"dataset": main["dataset"], "station": main["station"]})
         result["station_selected"].attrs.update(_STATION_SELECTED.attrs)
     result.attrs["select_on"] = rule
+    said = list(result.attrs.get("warnings", []))
+    new = [m for m in _absent_warnings(absent, rule) if m not in said]
+    if new:  # a NaN out-of-sample reading is said, not left to be read as a result (SPEC §16)
+        from ..errors import emit_warnings
+
+        result.attrs["warnings"] = [*said, *new]
+        emit_warnings(new)
     return result
+
+
+def _absent_warnings(absent: dict[tuple[str, str], list[str]], rule: str) -> list[str]:
+    """One message per (dataset, part) where models of the run have no pick: their out-of-sample readings
+    are NaN there.
+
+    Examples
+    --------
+    >>> _absent_warnings({("d", "report"): ["m"]}, "before:2024-01-01")[0][:78]
+    "select_on before:2024-01-01: model 'm' has no pick in the report part of datas"
+    """
+    out = []
+    for (dataset, part), models in sorted(absent.items()):
+        names = ", ".join(repr(m) for m in models)
+        what = ("its best threshold is not chosen, and the *_oos readings are NaN"
+                if part == "selection" else "the *_oos readings are NaN (nothing to read the choice on)")
+        out.append(f"select_on {rule}: model{'s' if len(models) > 1 else ''} {names} "
+                   f"{'have' if len(models) > 1 else 'has'} no pick in the {part} part of dataset {dataset!r}: "
+                   f"{what} there (SPEC §16).")
+    return out
 
 
 def detection_columns(table: dict, ds: xr.Dataset, lb) -> dict:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["text", "Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
            "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "TOLERANCED", "metric_name",
-           "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES", "residual_ns"]
+           "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES", "residual_ns", "EVENTS", "EVENT_COUNTS",
+           "EVENT_VARIABLES", "declared_dims"]
 
 
 def residual_ns(seconds: Any) -> np.ndarray:
@@ -282,6 +283,43 @@ GROUP_ATTRS = {"long_name": "group of arrivals",
                "description": "The groups of the run's group_by option (SPEC §14): bins [a,b) of a numeric column "
                               "with open ends <first and >=last, or the values of a text column; then missing."}
 
+#: Event detection (SPEC §19): only in results whose reference has events (``options.events``).
+_DMT = ("dataset", "model", "threshold")
+_EVENT_DETECTED = ("an event is detected when at least event_min_arrivals of its scored arrivals are matched "
+                   "(detection matching, tol)")
+EVENT_VARIABLES: dict[str, Variable] = {
+    "event_n_reference": Variable(("dataset", "event", "phase"), "scored arrivals of the event", "1",
+             "Scored reference arrivals of each event, per phase (SPEC §19); 0 where the event is not the "
+             "dataset's or has no scored arrival."),
+    "event_levels": Variable(("dataset", "event", "model", "phase", "event_rank"), "detection levels of the event",
+             "1", "Per model and phase, the event_min_arrivals highest detection levels of the event's arrivals, "
+             "descending (an arrival's level: how many grid thresholds are at or below the conf of the pick that "
+             "took it, 0 if none; matched at threshold k exactly when its level is > k; SPEC §19). Kept so that "
+             "events detect at every threshold and stores extend exactly."),
+    "event_group": Variable(("dataset", "event"), "group of the event", "1",
+             "Index into the group coordinate: the group of the event's earliest scored arrival (SPEC §19); -1 "
+             "where the event is not the dataset's. Only with group_by."),
+    "n_events": Variable(("dataset",), "events", "1", "Events with at least one scored arrival (SPEC §19)."),
+    "events_detected": Variable(_DMT, "events detected", "1",
+             f"Events for which, {_TH}, {_EVENT_DETECTED} (SPEC §19)."),
+    "event_detection_rate": Variable(_DMT, "event detection rate", "1", "events_detected / n_events (SPEC §19)."),
+    "events_detected_at_threshold": Variable(("dataset", "model"), "events detected at the shared threshold", "1",
+             f"Events for which, {_SHARED}each arrival at its own phase's, {_EVENT_DETECTED} (SPEC §19)."),
+    "event_detection_rate_at_threshold": Variable(("dataset", "model"), "event detection rate at the shared "
+             "threshold", "1", "events_detected_at_threshold / n_events (SPEC §19)."),
+}
+# Not in VARIABLES (the variables of every run, with its optional families by option) nor in OPTIONAL_VARIABLES
+# (what bootstrap draws again): declared apart, and looked up with declared_dims.
+#: The variables (and the coordinates ``event``, ``event_rank``) that exist only in results with events (SPEC §19).
+EVENTS: tuple[str, ...] = tuple(EVENT_VARIABLES)
+#: The event counts stored (what the derived event readings are made from).
+EVENT_COUNTS: tuple[str, ...] = ("event_n_reference", "event_levels", "event_group")
+#: The ``event`` and ``event_rank`` coordinates' attributes.
+EVENT_ATTRS = {"event": {"long_name": "event", "description": "The reference's event ids (SPEC §19), of every "
+                         "dataset, in code-point order."},
+               "event_rank": {"long_name": "rank of detection level", "description": "0 for the highest of an "
+                              "event's detection levels, up to event_min_arrivals - 1 (SPEC §19)."}}
+
 #: The per-station counts of the Dataset: the kernel's per-station fields (less ``n_reference``, which has no
 #: model axis), with the dims between ``dataset`` and ``station``.  ``n_reference_over_time`` is one of them
 #: although it has no model axis.  The exact sums (``cal_conf_limbs``, ``conf_sq_sums``, ``hit_conf_limbs``;
@@ -289,6 +327,17 @@ GROUP_ATTRS = {"long_name": "group of arrivals",
 STATION_FIELDS: dict[str, tuple[str, ...]] = {
     name: VARIABLES[name].dims[1:-1] for name in LAID_OUT if name in VARIABLES and name != "n_reference"
 }
+
+
+def declared_dims(name: str) -> tuple[str, ...]:
+    """The declared dims of a variable of :data:`VARIABLES` or of :data:`EVENT_VARIABLES` (SPEC §19).
+
+    Examples
+    --------
+    >>> declared_dims("event_levels"), declared_dims("n_reference")
+    (('dataset', 'event', 'model', 'phase', 'event_rank'), ('dataset', 'phase', 'station'))
+    """
+    return (EVENT_VARIABLES[name] if name in EVENT_VARIABLES else VARIABLES[name]).dims
 
 
 def metric_name(name: str, exhaustive: bool) -> str:
@@ -320,4 +369,10 @@ def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
         ds["time_bin"].attrs.update(TIME_BIN_ATTRS)
     if "group" in ds.coords:
         ds["group"].attrs.update(GROUP_ATTRS)
+    for name, variable in EVENT_VARIABLES.items():  # SPEC §19
+        if name in ds.variables:
+            ds[name].attrs.update(variable.attrs)
+    for name, attrs in EVENT_ATTRS.items():  # SPEC §19
+        if name in ds.coords:
+            ds[name].attrs.update(attrs)
     return ds

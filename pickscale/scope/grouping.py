@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, OptionsError
+from .distance import DISTANCE, arrival_distances, kept_columns
 
 __all__ = ["GroupSpec", "MISSING", "parse_group_by", "group_labels", "group_codes", "read_stations",
            "join_stations", "reference_group_codes"]
@@ -50,6 +51,17 @@ class GroupSpec:
 
     column: str
     edges: tuple[float, ...] | None = None
+
+    @property
+    def is_distance(self) -> bool:
+        """Whether the groups are of the epicentral distance computed per arrival (:mod:`.distance`)."""
+        return self.column.strip().lower() == DISTANCE
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The reference columns the reader keeps for these groups: the column, or what a distance is made of
+        (:func:`pickscale.scope.distance.kept_columns`: a ``distance`` column first, used as it is if there)."""
+        return kept_columns() if self.is_distance else (self.column,)
 
     def __str__(self) -> str:
         if self.edges is None:
@@ -83,6 +95,9 @@ def parse_group_by(spec: Any) -> GroupSpec:
     if not column:
         raise OptionsError(f"group_by {spec!r}: the column name is empty.", options=("group_by",))
     if not sep:
+        if column.lower() == DISTANCE:
+            raise OptionsError(f"group_by {spec!r}: distance groups need bin edges in km, e.g. distance:0,20,50,100.",
+                               options=("group_by",))
         return GroupSpec(column)
     try:
         edges = tuple(float(e) for e in rest.split(","))
@@ -147,12 +162,16 @@ def group_codes(spec: GroupSpec, values: Any, *, where: str = "the reference") -
 
 def read_stations(source: Any, *, station_key: str = "as-is") -> pd.DataFrame:
     """A stations table (CSV/Parquet path or DataFrame): ``station`` (normalised as the inputs' stations),
-    optionally ``dataset``, and attribute columns (``instrument``, ``site_class`` …).
+    optionally ``dataset``, and attribute columns (``instrument``, ``site_class``, ``latitude`` …); or FDSN
+    StationXML (a path, or an ObsPy ``Inventory``): ``station`` = ``NET.STA``, ``latitude``, ``longitude``.
 
     Each (dataset, station) once; the station names as SPEC §1 normalises them.
     """
     from ..io.fields import station_column
+    from ..prediction.inputs import is_station_source, read_station_coordinates
 
+    if is_station_source(source):  # FDSN StationXML or an ObsPy Inventory: NET.STA with its coordinates
+        source = read_station_coordinates(source)
     if isinstance(source, pd.DataFrame):
         frame, where = source.copy(), "the stations DataFrame"
     else:
@@ -214,10 +233,22 @@ def reference_group_codes(reference: pd.DataFrame, spec: GroupSpec, *, stations:
     ``reference`` is the scope's reference (its ``group_value`` column holds the
     raw values of ``spec.column`` when the reference has it).
     """
-    from ..io.normalise import KEPT_COLUMN
+    from ..io.normalise import KEPT_COLUMN, kept_name
 
     if KEPT_COLUMN in reference:
         values = reference[KEPT_COLUMN].to_numpy(object)
+    elif spec.is_distance:  # SPEC §14, "Epicentral distance": computed per arrival, in km
+        where = {name: kept_name(i) for i, name in enumerate(spec.columns)}
+
+        def kept(name: str) -> np.ndarray | None:
+            return reference[where[name]].to_numpy(object) if where[name] in reference else None
+
+        def from_table() -> tuple[np.ndarray, np.ndarray] | None:
+            if stations is None:
+                return None
+            return join_stations(reference, stations, "latitude"), join_stations(reference, stations, "longitude")
+
+        values = arrival_distances(kept, len(reference), from_table)
     elif stations is not None:
         values = join_stations(reference, stations, spec.column)
     else:

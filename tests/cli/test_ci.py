@@ -77,6 +77,7 @@ def _rows_of(folder: Path, dataset: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_datasets_intervals_do_not_change_with_other_datasets(tmp_path, capsys):
     # Issue 20 item 6: ds1 scored alone, beside ds2 (sorting after), beside ds0 (sorting first), and in a
     # store of ds1, ds2 extended by ds0 and reported with --ci: ds1's rows, intervals included, are the same

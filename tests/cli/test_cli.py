@@ -122,6 +122,7 @@ def _console_script() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "pickscale.cli"]
 
 
+@pytest.mark.slow
 def test_console_script_entry_point(cat, tmp_path):
     """The installed ``pickscale`` command: exit status 0 for report, 2 for a usage error, no traceback."""
     ds = pickscale.score(*map(str, write_inputs(cat, tmp_path / "in")))
@@ -317,6 +318,7 @@ def test_demo_facts(tmp_path, capsys):
 
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_block_picks_changes_no_number(cat, tmp_path, capsys, scheduler):
     ref_path, picks_path = write_inputs(cat, tmp_path / "in")
     code, _, err = run(score_argv(ref_path, picks_path, tmp_path / "whole", scheduler, "--quiet"), capsys)
@@ -339,6 +341,7 @@ def test_block_picks_changes_no_number(cat, tmp_path, capsys, scheduler):
     assert_nothing_written(tmp_path / "bad")
 
 
+@pytest.mark.slow
 def test_small_job_runs_in_process_with_the_same_tables(cat, tmp_path, monkeypatch):
     """Issue 10: a small study of local files starts no cluster (it would cost more than the job);
     the tables are those of a run on worker processes, byte for byte."""

@@ -61,6 +61,7 @@ def test_cli_unknown_config_key_exits_2_and_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_config_and_command_line_give_identical_stores(tmp_path):
     data = ROOT / "tests/data/stead50_phasenet"
     cfg = tmp_path / "study.toml"

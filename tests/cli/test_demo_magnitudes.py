@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from pickscale.cli import main
 from pickscale.demo import catalogue, detectability, expected_recall_by_group
@@ -16,6 +17,7 @@ def test_demo_reference_has_magnitudes_with_the_built_in_detectability():
     assert 0.80 <= p.mean() <= 0.88  # about the 0.85 of the demo before magnitudes
 
 
+@pytest.mark.slow
 def test_demo_recall_rises_with_magnitude_by_the_built_in_amount(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--group-by", "magnitude:1,2,3", "--workers", "1", "--no-figures",

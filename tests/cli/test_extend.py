@@ -4,6 +4,7 @@ a killed extend leaves the old store intact."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -91,10 +92,18 @@ REFUSALS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(REFUSALS))
-def test_refusals_exit_2_and_leave_the_store_untouched(case, inputs, tmp_path, capsys):
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def m1_run(inputs, tmp_path_factory) -> Path:
+    """What ``score`` of m1 alone writes: scored once, copied into each refusal's own folder."""
+    out = tmp_path_factory.mktemp("m1-run") / "out"
     score(out, inputs["ref"], inputs["m1"])
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_refusals_exit_2_and_leave_the_store_untouched(case, inputs, m1_run, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(m1_run, out)  # the run's own files, as `score` left them
     before = snapshot(tmp_path)
     extra, message = REFUSALS[case]
     ref, picks, target, flags = inputs["ref"], inputs["m2"], out, list(extra)
@@ -113,6 +122,7 @@ def test_refusals_exit_2_and_leave_the_store_untouched(case, inputs, tmp_path, c
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_replace_scores_a_model_again(inputs, tmp_path):
     out, whole = tmp_path / "out", tmp_path / "whole"
     score(out, inputs["ref"], inputs["picks"])
@@ -123,6 +133,7 @@ def test_replace_scores_a_model_again(inputs, tmp_path):
         assert (out / name).read_bytes() == (whole / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_extend_rewrites_figures_written_from_the_store(inputs, tmp_path):
     out = tmp_path / "out"
     assert run("score", "--reference", inputs["ref"], "--picks", inputs["m1"], "--out", out, "--quiet") == 0
@@ -141,6 +152,7 @@ def _command() -> list[str]:
 
 
 @pytest.mark.parametrize("delay", [None, 0.5, 1.5])
+@pytest.mark.slow
 def test_killed_extend_leaves_the_old_store_intact(delay, inputs, tmp_path):
     out, whole = tmp_path / "out", tmp_path / "whole"
     score(out, inputs["ref"], inputs["m1"])
@@ -185,6 +197,7 @@ def test_killed_extend_leaves_the_old_store_intact(delay, inputs, tmp_path):
 
 
 @pytest.mark.parametrize("level", [None, "0.9"])
+@pytest.mark.slow
 def test_extending_a_ci_store_gives_the_ci_outputs_of_one_run(level, inputs, tmp_path):
     # The store was scored with --ci 0.9; extending it (with --ci 0.9 again, or without: the store's level) draws
     # the intervals again on the merged counts: every table, model_differences.csv included, as one run gives.

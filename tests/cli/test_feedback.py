@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from pickscale.cli import main
 from pickscale.engine.progress import Stage
@@ -22,6 +23,7 @@ def _score(tmp_path, *extra) -> list[str]:
             "--out", str(tmp_path / "out"), *extra, *cli_flags("score", "--no-figures")]
 
 
+@pytest.mark.slow
 def test_coverage_flag_summary_and_quiet(tmp_path, capsys):
     cut = pd.read_csv(DATA / "windows.csv").iloc[10:]  # 10 windows fewer: their arrivals are not covered
     cut.to_csv(tmp_path / "w.csv", index=False)
@@ -61,6 +63,7 @@ def test_progress_lines_when_not_a_terminal():
     assert quick.getvalue() == ""  # a short stage prints nothing in a log
 
 
+@pytest.mark.slow
 def test_closed_pipe_ends_quietly(tmp_path):
     exe = Path(sys.executable).with_name("pickscale")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pickscale.cli"]

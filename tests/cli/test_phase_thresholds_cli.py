@@ -61,6 +61,7 @@ def test_a_bad_phase_in_a_study_file_exits_2(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_command_line_study_file_and_python_give_the_same_per_phase_results(tmp_path):
     (tmp_path / "in").mkdir()
     for f in ("reference.csv", "picks.csv"):

@@ -36,6 +36,7 @@ STUDIES = {
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
+@pytest.mark.slow
 def test_a_study_file_the_parser_or_the_grid_cannot_hold_is_exit_2(inputs, tmp_path, name):
     ref, picks = inputs
     study = tmp_path / "study.toml"
@@ -57,6 +58,7 @@ def test_the_parse_function_says_so_in_python(tmp_path):
         load_config(study)
 
 
+@pytest.mark.slow
 def test_the_grid_bound_holds_for_the_command_line_and_python(inputs, tmp_path):
     ref, picks = inputs
     grid = np.round(np.arange(1, MAX_THRESHOLDS + 2) / (MAX_THRESHOLDS + 2), 6)

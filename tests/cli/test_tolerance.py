@@ -21,6 +21,7 @@ def _write_inputs(folder):
     return ["score", "--reference", str(folder / "ref.csv"), "--picks", str(folder / "picks.csv"), "--quiet"]
 
 
+@pytest.mark.slow
 def test_cli_tols(tmp_path):
     args = _write_inputs(tmp_path)
     assert main([*args, "--out", str(tmp_path / "a"), "--no-figures"]) == 0

@@ -351,6 +351,7 @@ def test_stead50_provenance_numbers(stead50):
 
 
 @needs_data
+@pytest.mark.slow
 def test_paired_windows_matches_brute_force():
     folder = DATA / "paired_windows"
     ds = pickscale.score(str(folder / "reference.csv"), str(folder / "picks.csv"))

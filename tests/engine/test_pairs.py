@@ -51,6 +51,7 @@ def _same_statistics(ds, options) -> None:
 
 @given(seed=st.integers(0, 10_000), n_events=st.integers(1, 8))
 @settings(max_examples=12, deadline=None)
+@pytest.mark.slow
 def test_engine_statistics_are_those_of_the_pairs_it_stores(seed, n_events):
     cat = trap_catalogue(seed=seed, n_events=n_events)
     ds = pickscale.score(cat.reference, cat.picks, block_picks=7)  # busy stations cut into time blocks

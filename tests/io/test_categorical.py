@@ -113,6 +113,7 @@ def _check_same(result: Normalised, reference: Normalised, categorical: bool) ->
 
 @SETTINGS
 @given(table=raw_tables())
+@pytest.mark.slow
 def test_categorical_output_and_input_give_the_plain_result(table):
     role, plain, cat = table
     reference = _outcome(plain, role, True, False)
@@ -126,6 +127,7 @@ def test_categorical_output_and_input_give_the_plain_result(table):
 
 @SETTINGS
 @given(table=raw_tables())
+@pytest.mark.slow
 def test_invalid_rows_raise_the_same_message(table):
     role, plain, cat = table
     reference = _outcome(plain, role, False, False)

@@ -165,6 +165,7 @@ def plausible_frames(draw) -> pd.DataFrame:
 @SETTINGS
 @given(frame=plausible_frames(), role=st.sampled_from(["reference", "picks"]), drop=st.booleans(),
        offset=st.integers(0, 10**6))
+@pytest.mark.slow
 def test_frames_with_every_column_and_garbage_values(frame, role, drop, offset):
     n = only_input_errors(lambda: normalise(frame, role=role, source="picks.parquet", drop_invalid=drop,
                                             row_offset=offset), "picks.parquet")
@@ -267,6 +268,7 @@ PARQUET_READERS = {"read_raw": lambda path, role: read_raw(path), "read_projecte
 @pytest.mark.parametrize("reader", sorted(PARQUET_READERS))
 @SETTINGS
 @given(table=parquet_tables(), role=st.sampled_from(["reference", "picks"]), drop=st.booleans())
+@pytest.mark.slow
 def test_parquet_files_of_any_arrow_type(reader, table, role, drop):
     read = PARQUET_READERS[reader]
     with tempfile.TemporaryDirectory() as folder:

@@ -202,6 +202,7 @@ def test_dense_real_files_pass(tmp_path):
 
 # --------------------------------------------------------------------------- what messages quote
 
+@pytest.mark.slow
 def test_many_unknown_phases_and_a_huge_station_name_are_quoted_capped(tmp_path):
     """5,000 distinct unknown phases and a 1 MB station name (on both sides, unscored): the warnings list
     the first few names with counts, each cut short, and so do the store's attributes (today's code wrote

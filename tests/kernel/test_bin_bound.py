@@ -62,6 +62,7 @@ def _inputs(tmp_path, stray: str | None):
     return tmp_path / "ref.csv", tmp_path / "picks.csv"
 
 
+@pytest.mark.slow  # a command in a fresh interpreter, with a local cluster of its own
 @pytest.mark.parametrize(("stray", "freq", "said"), [
     ("1800-03-04T05:06:07Z", "1h", "pick 1800-03-04T05:06:07Z (station 'CI.CLC', model 'model')"),
     (None, "1s", "arrival 2024-01-01T00:00:00Z (station 'CI.CLC')"),

@@ -20,6 +20,7 @@ from pickscale.kernel import (
 )
 from pickscale.options import Options
 from pickscale.report.tables import to_csv_bytes
+from tests.helpers.examples import examples
 
 S = 1_000_000_000
 
@@ -59,7 +60,7 @@ def test_no_arrival_within_rtol_of_a_cut(arrivals, rtol, n_blocks):
         assert np.all(np.abs(a - c) > rtol)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(75))
 @given(
     data=st.data(),
     n_models=st.integers(1, 3),

@@ -13,6 +13,7 @@ from pickscale.kernel import merge_results, score_station
 from pickscale.kernel.blocks import block_of, cut_points
 from pickscale.options import Options
 from tests.helpers import brute
+from tests.helpers.examples import examples
 from tests.helpers.strategies import stations
 
 S = 1_000_000_000
@@ -76,7 +77,7 @@ def _brute_by_group(case, options: Options, groups: np.ndarray, n_groups: int):
     return n_reference, matched, pairs
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(case=stations(), data=st.data())
 def test_groups_against_the_walk_and_sums_over_groups_equal_the_ungrouped_counts(case, data):
     n_groups = data.draw(st.integers(1, 4))

@@ -24,6 +24,7 @@ from pickscale.kernel import candidate_cuts, cut_points, greedy_match, merge_res
 from pickscale.options import Options
 from tests.helpers import brute
 from tests.helpers.against_brute import check_against_brute
+from tests.helpers.examples import examples
 from tests.helpers.strategies import JITTER_NS, STEPS_NS, Case, options_st
 
 S = 10**9
@@ -165,7 +166,7 @@ def extreme_stations(draw):
     )
 
 
-@settings(max_examples=250)
+@settings(max_examples=examples(100))
 @given(case=extreme_stations())
 def test_kernel_equals_brute_force_over_all_of_int64(case):
     check_against_brute(case)

@@ -25,6 +25,7 @@ from tests.helpers.against_brute import (
     check_pairs,
     run_kernel,
 )
+from tests.helpers.examples import examples
 from tests.helpers.strategies import JITTER_NS, OFFSETS_NS, RESIDUAL_TOLS, SMALL_GRID, STEPS_NS, TOLS, Case, stations
 
 # ------------------------------------------------------------------ matching
@@ -64,7 +65,7 @@ def test_greedy_match_equals_the_walk(data):
             assert abs(q - arrivals[i]) <= tol_ns
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(100))
 @given(case=stations())
 def test_kernel_and_metrics_equal_brute_force(case):
     check_against_brute(case)
@@ -130,7 +131,7 @@ def test_wide_time_span_equals_brute_force():
 # ------------------------------------------------------------------ determinism (SPEC §9)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(75))
 @given(data=st.data())
 def test_row_order_does_not_change_a_bit(data):
     case = data.draw(stations())

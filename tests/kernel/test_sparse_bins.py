@@ -15,6 +15,7 @@ from pickscale.kernel import Partial, StationStack, combine_partials, merge_resu
 from pickscale.kernel.combine import BINNED_ROWS
 from pickscale.options import Options
 from pickscale.results import counts_from_stack
+from tests.helpers.examples import examples
 
 S = 10**9
 HOUR = 3600 * S
@@ -68,7 +69,7 @@ _piece = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(n_bins=st.integers(1, 40),
        stations=st.lists(st.lists(st.tuples(_piece, st.integers(0, 3)), min_size=1, max_size=3), min_size=1,
                          max_size=5))

@@ -16,6 +16,7 @@ from pickscale.kernel import merge_results, score_station
 from pickscale.kernel.blocks import block_of, cut_points
 from pickscale.options import Options
 from tests.helpers import brute
+from tests.helpers.examples import examples
 from tests.helpers.strategies import stations
 
 S = 1_000_000_000
@@ -46,7 +47,7 @@ def test_without_tols_the_axis_is_empty_and_nothing_else_changes():
             assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), f.name
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(case=stations(), data=st.data())
 def test_each_tolerance_equals_the_run_with_it_as_tol(case, data):
     rtol = case.options.residual_tol

@@ -101,6 +101,7 @@ def test_figure_only_with_groups(runs):
     assert "recall_by_group" in figures(grouped)
 
 
+@pytest.mark.slow
 def test_cli_group_by(tmp_path, capsys):
     ref, picks = _inputs()
     ref.to_csv(tmp_path / "ref.csv", index=False)

@@ -278,6 +278,7 @@ def _models_drawn(fig, names) -> set[str]:
 
 
 @pytest.mark.parametrize("name", plot.FIGURES)
+@pytest.mark.slow
 def test_many_models_are_capped_with_a_note(many, many_figures, name):
     fig, caught = many_figures[name]
     assert not [w for w in caught if "constrained_layout" in w or "collapsed" in w], caught[:2]
@@ -290,6 +291,7 @@ def test_many_models_are_capped_with_a_note(many, many_figures, name):
     assert w < 40 and h < 40
 
 
+@pytest.mark.slow
 def test_many_models_choice_is_the_best_by_recall(many, many_figures):
     fig, _ = many_figures["recall_treatments"]
     names = [str(m) for m in many.model.values]

@@ -172,6 +172,7 @@ def test_report_refuses_existing_files_then_replaces_only_its_own(store, tmp_pat
 # --------------------------------------------------------------------------- item 5: no stale figures
 
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_overwrite_without_figures_removes_the_previous_runs_figures(inputs, tmp_path, capsys, scheduler):
     out = tmp_path / "out"
     (out / "figures").mkdir(parents=True)
@@ -191,6 +192,7 @@ def test_overwrite_without_figures_removes_the_previous_runs_figures(inputs, tmp
     assert stale_outputs(out) == []
 
 
+@pytest.mark.slow
 def test_another_format_replaces_the_figures_of_the_first(store, tmp_path, capsys):
     out = tmp_path / "out"
     code, _, err = run(["report", store, "--out", out, "--quiet"], capsys)
@@ -213,6 +215,7 @@ def _outputs_then_new_store(store: Path, tmp_path: Path, capsys) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_outputs_of_a_replaced_store_are_out_of_date_and_report_replaces_them(store, tmp_path, capsys):
     # As after a kill between the store's rename and the outputs': the marker names the previous store.
     out = _outputs_then_new_store(store, tmp_path, capsys)
@@ -228,6 +231,7 @@ def test_outputs_of_a_replaced_store_are_out_of_date_and_report_replaces_them(st
     assert (out / "notes.txt").read_text() == "notes\n"
 
 
+@pytest.mark.slow
 def test_a_kill_while_moving_outputs_leaves_them_recognisably_out_of_date(store, tmp_path, capsys, monkeypatch):
     out = _outputs_then_new_store(store, tmp_path, capsys)
     real_replace = os.replace

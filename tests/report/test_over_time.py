@@ -83,6 +83,7 @@ def test_figure_only_with_time_bins(runs):
     assert "recall_over_time" in figures(binned)
 
 
+@pytest.mark.slow
 def test_cli_time_bin(tmp_path, capsys):
     ref, picks = _inputs()
     ref.to_csv(tmp_path / "ref.csv", index=False)

@@ -30,6 +30,7 @@ class Recording:
         self.events.append(("update", len(written)))
 
 
+@pytest.mark.slow
 def test_each_figure_counts_as_it_is_written(tmp_path):
     ref, picks = stretches(1)
     ds = pickscale.score(ref, picks, time_bin="1D")

@@ -77,6 +77,7 @@ def test_exact_sums_add_up_bit_for_bit():
 
 
 @pytest.mark.parametrize("time_bin", [None, "1D"])
+@pytest.mark.slow
 def test_generated_catalogue_by_models_and_by_time(time_bin):
     ref, picks, cut = generated()
     kw = {"time_bin": time_bin} if time_bin else {}

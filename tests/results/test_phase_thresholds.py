@@ -240,6 +240,7 @@ def _read_at_shared(frames, name):
 
 @given(cat=catalogues(), a=st.sampled_from(THETAS), b=st.sampled_from(THETAS))
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 def test_per_phase_equals_each_phase_scored_at_its_own_threshold(cat, a, b):
     ref, picks = cat
     grid = sorted(set(GRID) | {a, b})

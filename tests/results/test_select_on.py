@@ -252,6 +252,7 @@ def _check_against_parts(ds, ref, picks, in_select_ref, in_select_picks):
 
 @settings(max_examples=6)
 @given(catalogues())
+@pytest.mark.slow
 def test_time_split_equals_the_parts_scored_alone(data):
     ref, picks = data
     ds = _quiet_score(_timed(ref), _timed(picks), thresholds=PGRID, select_on=f"before:{_t(CUT)}")
@@ -260,6 +261,7 @@ def test_time_split_equals_the_parts_scored_alone(data):
 
 @settings(max_examples=6)
 @given(catalogues(), st.sampled_from([0.3, 0.5, 0.7]), st.integers(0, 3))
+@pytest.mark.slow
 def test_station_split_equals_the_parts_scored_alone(data, fraction, seed):
     ref, picks = data
     # Independently of pickscale's code: the stations sorted by SHA-256 of "seed:station", the first

@@ -87,6 +87,7 @@ PAIR_CHUNKS = tuple(f"{name}/c/" for name in ("pair_dataset", "pair_model", "pai
                                               "residual", "pair_conf", "pair_group"))
 
 
+@pytest.mark.slow
 def test_every_bit_flip_in_every_file_is_detected(stored, runs, capsys):
     """3 seeded random single-bit flips in each file of a demo store (over 300 trials)."""
     rng = np.random.default_rng(16)
@@ -207,6 +208,7 @@ def test_open_results_returns_a_loaded_dataset(stored, runs):
 # --------------------------------------------------------------------------- reader racing a writer
 
 
+@pytest.mark.slow
 def test_a_reader_racing_overwrites_never_gets_a_mixture(runs, tmp_path, monkeypatch):
     a, b = runs
     replaced = [0]  # attempts that saw the store replaced mid-read (and were retried)

@@ -97,6 +97,7 @@ def test_a_chunk_cut_short_is_refused_on_opening(scored, tmp_path):
         open_results(target)
 
 
+@pytest.mark.slow
 def test_a_store_replaced_after_opening_is_said_so(scored, tmp_path):
     target = save(scored, tmp_path / "results.zarr")
     got = open_results(target)

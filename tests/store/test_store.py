@@ -435,6 +435,7 @@ def _save_in_child(target: str, barrier, results) -> None:
         results.put(f"{type(exc).__name__}: {exc}")
 
 
+@pytest.mark.slow
 def test_concurrent_saves_one_wins_cleanly(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()

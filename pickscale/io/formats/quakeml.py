@@ -76,7 +76,9 @@ def _origin_of(event: Any) -> tuple[Any, str | None]:
 
 def catalog_to_frame(catalog: Any, *, manual_only: bool = False, dataset: str | None = None,
                      source: str = "the Catalog") -> pd.DataFrame:
-    """The reference arrivals of an ObsPy ``Catalog`` as a raw frame (``station, phase, time``).
+    """The reference arrivals of an ObsPy ``Catalog`` as a raw frame: ``station, phase, time`` and the facts of
+    the arrival's event (:data:`EVENT_COLUMNS`: its id, its origin's latitude, longitude and depth in km, its
+    preferred magnitude; NaN where the bulletin has none), which ``group_by`` may name (SPEC §14).
 
     What was left out is counted in ``frame.attrs["pickscale_notes"]`` (the
     engine reports those lines with the other warnings): arrivals whose pick is
@@ -88,9 +90,12 @@ def catalog_to_frame(catalog: Any, *, manual_only: bool = False, dataset: str | 
     >>> from obspy.core.event import Arrival, Catalog, Event, Origin, Pick, WaveformStreamID
     >>> pick = Pick(time="2020-01-01T00:00:00Z", waveform_id=WaveformStreamID("CI", "CLC"), phase_hint="P")
     >>> o = Origin(time="2020-01-01T00:00:00Z", arrivals=[Arrival(pick_id=pick.resource_id, phase="Pg")])
-    >>> catalog_to_frame(Catalog([Event(picks=[pick], origins=[o])]))
+    >>> frame = catalog_to_frame(Catalog([Event(picks=[pick], origins=[o])]))
+    >>> frame[["station", "phase", "time"]]
        station phase                      time
     0  CI.CLC.    Pg 2020-01-01 00:00:00+00:00
+    >>> frame.columns[3:].tolist()
+    ['event', 'event_latitude', 'event_longitude', 'event_depth_km', 'magnitude']
     """
     rows, skipped = _arrivals(catalog, manual_only)
     stations, phases, times = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
@@ -101,6 +106,8 @@ def catalog_to_frame(catalog: Any, *, manual_only: bool = False, dataset: str | 
     data["station"] = stations
     data["phase"] = phases
     data["time"] = pd.to_datetime(ns, unit="ns", utc=True)  # int64 min = NaT: an invalid row, reported
+    for i, name in enumerate(EVENT_COLUMNS):
+        data[name] = np.array([r[3 + i] for r in rows], dtype=object if i == 0 else np.float64)
     frame = pd.DataFrame(data)
     frame.attrs[NOTES_ATTR] = _notes(source, skipped)
     frame.attrs["pickscale_description"] = f"{source} ({skipped.events} event(s), {len(frame)} arrival(s))"
@@ -123,9 +130,31 @@ class _Skipped:
     not_manual: int = 0
 
 
-def _arrivals(catalog: Any, manual_only: bool) -> tuple[list[tuple[str, Any, int | None]], _Skipped]:
-    """``(station, phase, time ns)`` of each reference arrival, in catalog order, and what was left out."""
-    rows: list[tuple[str, Any, int | None]] = []
+def _event_facts(event: Any, origin: Any) -> tuple[str, float, float, float, float]:
+    """(event id, the origin's latitude, longitude, depth in km, the preferred magnitude): NaN where absent.
+
+    QuakeML gives depth in metres; the reference gives it in km, as the bulletins and TauP do.
+    """
+    def number(obj: Any, name: str, scale: float = 1.0) -> float:
+        value = getattr(obj, name, None) if obj is not None else None
+        return float(value) / scale if value is not None else float("nan")
+
+    magnitude = event.preferred_magnitude() if hasattr(event, "preferred_magnitude") else None
+    if magnitude is None and getattr(event, "magnitudes", None):
+        magnitude = event.magnitudes[0]
+    rid = getattr(event, "resource_id", None)
+    return (str(rid) if rid is not None else "", number(origin, "latitude"), number(origin, "longitude"),
+            number(origin, "depth", 1000.0), number(magnitude, "mag"))
+
+
+#: The event columns a Catalog's arrivals carry (SPEC §14: ``group_by`` magnitude or distance).
+EVENT_COLUMNS = ("event", "event_latitude", "event_longitude", "event_depth_km", "magnitude")
+
+
+def _arrivals(catalog: Any, manual_only: bool) -> tuple[list[tuple[Any, ...]], _Skipped]:
+    """``(station, phase, time ns, *event facts)`` of each reference arrival, in catalog order, and what was
+    left out."""
+    rows: list[tuple[Any, ...]] = []
     skipped = _Skipped()
     for event in getattr(catalog, "events", catalog):
         skipped.events += 1
@@ -135,6 +164,7 @@ def _arrivals(catalog: Any, manual_only: bool) -> tuple[list[tuple[str, Any, int
             continue
         if why == "first_origin":
             skipped.first_origin += 1
+        facts = _event_facts(event, origin)
         by_id = {str(p.resource_id): p for p in (getattr(event, "picks", None) or [])}
         for arrival in getattr(origin, "arrivals", None) or []:
             pid = getattr(arrival, "pick_id", None)
@@ -149,7 +179,7 @@ def _arrivals(catalog: Any, manual_only: bool) -> tuple[list[tuple[str, Any, int
                 skipped.not_manual += 1
                 continue
             rows.append((_station(pick), getattr(arrival, "phase", None) or getattr(pick, "phase_hint", None) or "",
-                         _ns(getattr(pick, "time", None))))
+                         _ns(getattr(pick, "time", None)), *facts))
     return rows, skipped
 
 

@@ -8,6 +8,7 @@ Examples
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,8 +20,10 @@ from ..names import FIGURES, GROUP_FIGURES, TIME_BIN_FIGURES, TOLERANCE_FIGURES
 from .by_group import has_groups, recall_by_group
 from .calibration import reliability
 from .detection import operating_curves, recall_treatments
+from .events import event_detection, has_events
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
+from .processes import draw_all, figure_processes
 from .station_recall import stations
 from .style import STYLE
 from .tolerance import has_tols, recall_vs_tolerance
@@ -38,6 +41,7 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
     "recall_over_time": recall_over_time,
     "recall_vs_tolerance": recall_vs_tolerance,
     "recall_by_group": recall_by_group,
+    "event_detection": event_detection,  # SPEC §19 (figures/events.py)
 }
 
 
@@ -50,7 +54,7 @@ def figure_names(ds: xr.Dataset) -> list[str]:
 def _default_names(ds: xr.Dataset) -> list[str]:
     """:data:`FIGURES`, then those of time bins when ``ds`` has them."""
     return [*FIGURES, *(TIME_BIN_FIGURES if has_time_bins(ds) else ()), *(TOLERANCE_FIGURES if has_tols(ds) else ()),
-            *(GROUP_FIGURES if has_groups(ds) else ())]
+            *(GROUP_FIGURES if has_groups(ds) else ()), *(("event_detection",) if has_events(ds) else ())]
 
 
 def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, Figure]:
@@ -94,11 +98,13 @@ def save_figures(
     dpi: float = 150,
     names: Sequence[str] | None = None,
     on_written: Callable[[Path], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[Path]:
     """Write every figure to ``out_dir/<name>.<format>``; return the paths.
 
     Figures are built, written and released one at a time, so memory does not
-    grow with the number of figures.
+    grow with the number of figures; on two CPUs or more, a Dataset in memory has them drawn by as many
+    processes (forked, each figure drawn once: the same bytes; :mod:`~pickscale.report.figures.processes`).
 
     Parameters
     ----------
@@ -114,6 +120,9 @@ def save_figures(
         Which figures (default: all of :data:`FIGURES`).
     on_written
         Called with each figure's path once it is written (the progress display counts figures).
+    meanwhile
+        Other work of this process (``pickscale score``'s tables), called once the other processes drawing
+        figures have started, before any figure is written (first of all when this process draws them alone).
 
     Returns
     -------
@@ -137,16 +146,23 @@ def save_figures(
         raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name in chosen:
-        fig = _BUILDERS[name](ds)
-        path = out / f"{name}.{fmt}"
+    paths = [out / f"{name}.{fmt}" for name in chosen]
+
+    def render(i: int) -> bytes:
+        fig = _BUILDERS[chosen[i]](ds)
+        data = io.BytesIO()
         with mpl.rc_context(STYLE):
-            fig.savefig(path, format=fmt, dpi=dpi, metadata=_metadata(fmt, name))
+            fig.savefig(data, format=fmt, dpi=dpi, metadata=_metadata(fmt, chosen[i]))
         fig.clear()  # a plain Figure is not registered with pyplot: clearing it releases it
-        paths.append(path)
+        return data.getvalue()
+
+    def write(i: int, data: bytes) -> None:
+        paths[i].write_bytes(data)
         if on_written is not None:
-            on_written(path)
+            on_written(paths[i])
+
+    # Each figure drawn once, by one process; in several where it pays (figures/processes.py); written here.
+    draw_all(render, chosen, processes=figure_processes(ds, chosen), write=write, meanwhile=meanwhile)
     return paths
 
 

@@ -49,7 +49,7 @@ def _labels(store: pathlib.Path, ds: xr.Dataset, name: str) -> None:
 def _check_layout(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None:
     from ...kernel import FIELDS, Kind
     from ...options import N_BINS, PHASES
-    from ...results.variables import VARIABLES
+    from ...results.variables import VARIABLES, declared_dims
 
     for name in ("dataset", "model", "station"):
         _labels(store, ds, name)
@@ -86,7 +86,7 @@ def _check_layout(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None
     for name in _count_names(options):
         if name not in ds.variables:
             raise _bad_variable(store, ds, name, "is missing: the options the store was scored with call for it")
-        want = VARIABLES[name].dims
+        want = declared_dims(name)  # (SPEC §19's event counts are declared apart)
         if ds[name].dims != want:
             raise _bad_variable(store, ds, name, f"has dims {ds[name].dims}, not {want}")
         kind = ds[name].dtype.kind

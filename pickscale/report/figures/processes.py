@@ -1,0 +1,194 @@
+"""Drawing a report's figures in more than one process (issue 27): where it pays, and how.
+
+Figures are most of a small study's time (six figures, ~1.5 CPU s of drawing and PNG encoding, nearly all
+Python), and matplotlib draws one figure at a time per process: threads would not run two at once.  The
+figures are independent, so :func:`draw_all` forks worker processes (``fork``: the Dataset, matplotlib and
+its fonts are inherited, nothing is pickled or imported again) which take the next figure from a shared
+counter, the longest first, as the command's own process does; each figure is still built and drawn once,
+by one process, with the same code, so every file is the same bytes as drawn in one process.
+
+:func:`figure_processes` decides how many: one (everything in this process, as before) unless this is Linux
+(``fork``), at least two CPUs are this process's (:func:`pickscale.engine.cluster.process_cpus`), there are
+at least two figures, this process may have children (not a daemon, such as a Dask worker), and the Dataset is
+in memory — no variable read lazily from a store or Dask-backed (a run on a cluster, and ``pickscale report``,
+read the residual pairs from the store when used, through Zarr's event-loop thread, which a forked child would
+not have; nothing is loaded to decide).  Then one process per CPU, at most one per
+figure and at most :data:`MAX_PROCESSES`; ``PICKSCALE_FIGURE_PROCESSES=N`` sets the number where a fork
+is safe (1: never fork).
+
+A child that fails or dies leaves its figures undone: this process draws them again itself, so an error
+(a full disk) is raised here, as without children.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["figure_processes", "draw_all", "MAX_PROCESSES", "COSTS"]
+
+#: At most this many processes draw figures (two CPUs are the common case; more rarely pay for six figures).
+MAX_PROCESSES = 4
+
+#: Relative drawing costs measured on the stead50 study (``benchmarks/small_study.py``): the longest are
+#: handed out first, so that the processes finish together.  A figure not listed counts 1.
+COSTS: dict[str, float] = {
+    "operating_curves": 3.0,
+    "reliability": 2.0,
+    "residuals": 1.6,
+    "timing": 1.5,
+    "recall_treatments": 1.0,
+    "stations": 0.8,
+}
+
+
+def figure_processes(ds: Any, names: Sequence[str]) -> int:
+    """How many processes draw the figures ``names`` of ``ds`` (see the module); 1 means this one alone.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> figure_processes(xr.Dataset(), ["timing"])  # one figure: nothing to share
+    1
+    """
+    if len(names) < 2 or sys.platform != "linux":
+        return 1
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 1
+    if not all(_in_memory(var) for var in ds.variables.values()):
+        return 1
+    wanted = os.environ.get("PICKSCALE_FIGURE_PROCESSES", "").strip()
+    if wanted:
+        try:
+            return max(1, min(int(wanted), len(names)))
+        except ValueError:
+            return 1
+    from ...engine.cluster import process_cpus
+
+    return max(1, min(process_cpus(), len(names), MAX_PROCESSES))
+
+
+def _in_memory(var: Any) -> bool:
+    """Whether a variable's data are in memory (NumPy, or an index), without loading it: a variable read lazily
+    from a store (the pairs ``pickscale report`` reads when used) or Dask-backed is not."""
+    import numpy as np
+
+    data = getattr(var, "_data", None)
+    return isinstance(data, np.ndarray) or type(data).__name__ == "PandasIndexingAdapter"
+
+
+#: Seconds without a word from any child after which the children are given up (their figures drawn here).
+STALLED_S = 300.0
+
+
+def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes: int,
+             write: Callable[[int, bytes], None], meanwhile: Callable[[], None] | None = None) -> None:
+    """Every figure of ``names`` rendered (``render(i)``: its file's bytes) and written (``write(i, data)``).
+
+    ``render`` runs in ``processes`` processes (this one among them); ``write`` always in this one, in the
+    order the figures are finished, so the files appear (and are counted) one at a time here, and an error
+    writing them (a full disk) is raised here.  ``meanwhile()``: other work of this process (the tables),
+    done once the other processes have started rendering and before any figure is written (first of all
+    with one process).
+    """
+    if processes <= 1 or len(names) < 2:
+        if meanwhile is not None:
+            meanwhile()
+        for i in range(len(names)):
+            write(i, render(i))
+        return
+    import multiprocessing
+
+    order = sorted(range(len(names)), key=lambda i: -COSTS.get(names[i], 1.0))
+    ctx = multiprocessing.get_context("fork")
+    counter = ctx.Value("i", 0)
+    receive, send = ctx.Pipe(duplex=False)
+    children = [ctx.Process(target=_child, args=(render, order, counter, send), daemon=True,
+                            name=f"pickscale-figures-{k}") for k in range(processes - 1)]
+    done: set[int] = set()
+    stopped = 0
+
+    def take(block: bool) -> None:
+        """Write what the children have sent (with ``block``: until every one has stopped, or the pipe is at
+        its end: a child died without saying so)."""
+        nonlocal stopped
+        quiet = 0.0
+        while stopped < len(children):
+            if not receive.poll(1.0 if block else 0):
+                if not block:
+                    break
+                # A safety net, not a clock the result depends on: a child that sends nothing for
+                # STALLED_S (one stuck on a lock it inherited at the fork) is given up, and what it had
+                # not sent is drawn here, the same bytes.
+                quiet += 1.0
+                if quiet >= STALLED_S:
+                    stopped = len(children)
+                    break
+                continue
+            quiet = 0.0
+            try:
+                message = receive.recv()
+            except EOFError:
+                stopped = len(children)
+                break
+            if message is None:  # a child has stopped
+                stopped += 1
+                continue
+            i, data = message
+            write(i, data)
+            done.add(i)
+
+    try:
+        for child in children:
+            child.start()
+        send.close()  # (the children hold their own ends: once they have all stopped, the pipe is at its end)
+        if meanwhile is not None:
+            meanwhile()
+        while True:
+            take(block=False)  # what the children have finished meanwhile, written first
+            mine = _next(order, counter)
+            if mine is None:
+                break
+            write(mine, render(mine))
+            done.add(mine)
+        take(block=True)  # until every child has stopped
+    finally:
+        for child in children:
+            if child.is_alive():  # (stopped, or given up: a child still there is told to go)
+                child.terminate()
+            child.join()
+        receive.close()
+    for i in range(len(names)):  # what a child did not finish (it failed, or died): drawn here, errors raised here
+        if i not in done:
+            write(i, render(i))
+
+
+def _next(order: Sequence[int], counter: Any) -> int | None:
+    """The next figure to draw (an index of ``names``), or None when every one is taken."""
+    with counter.get_lock():
+        k = counter.value
+        if k >= len(order):
+            return None
+        counter.value = k + 1
+    return order[k]
+
+
+def _child(render: Callable[[int], bytes], order: Sequence[int], counter: Any, send: Any) -> None:
+    """A forked process: render the next figure until none is left, and send its bytes; stop at the first error."""
+    try:
+        while True:
+            i = _next(order, counter)
+            if i is None:
+                break
+            send.send((i, render(i)))
+    except BaseException:  # noqa: BLE001  (rendered again by the parent, which raises it)
+        pass
+    finally:
+        try:
+            send.send(None)
+        finally:
+            send.close()

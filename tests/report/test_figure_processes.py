@@ -1,0 +1,77 @@
+"""Figures drawn by several processes (issue 27): the same bytes as drawn by one, each drawn once, and a
+child that dies leaves nothing undone."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+import pickscale  # noqa: E402
+from pickscale.demo import catalogue  # noqa: E402
+from pickscale.report.figures import build, processes  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning"),
+              pytest.mark.skipif(sys.platform != "linux", reason="figures are drawn by forked processes on Linux")]
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return pickscale.score(*catalogue())
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_several_processes_write_the_same_bytes_as_one(demo, tmp_path, monkeypatch):
+    monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
+    one = build.save_figures(demo, tmp_path / "one", dpi=40)
+    monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "3")
+    written = []
+    several = build.save_figures(demo, tmp_path / "several", dpi=40, on_written=written.append)
+    assert [p.name for p in several] == [p.name for p in one]  # in FIGURES order, whoever drew them
+    assert sorted(written) == sorted(several)  # each counted once, here
+    assert _files(tmp_path / "several") == _files(tmp_path / "one")
+
+
+def test_a_child_that_dies_leaves_its_figures_to_this_process(demo, tmp_path, monkeypatch):
+    monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
+    build.save_figures(demo, tmp_path / "one", dpi=40, names=["timing", "stations", "reliability"])
+    parent = os.getpid()
+    real = build._BUILDERS["stations"]
+
+    def dies_in_a_child(ds):
+        if os.getpid() != parent:
+            os._exit(3)  # no message, no clean-up: as if killed
+        return real(ds)
+
+    monkeypatch.setitem(build._BUILDERS, "stations", dies_in_a_child)
+    monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "2")
+    calls = []
+    meanwhile = lambda: calls.append("tables")  # noqa: E731
+    build.save_figures(demo, tmp_path / "two", dpi=40, names=["timing", "stations", "reliability"],
+                       meanwhile=meanwhile)
+    assert calls == ["tables"]
+    assert _files(tmp_path / "two") == _files(tmp_path / "one")
+
+
+def test_how_many_processes(demo, monkeypatch, tmp_path):
+    monkeypatch.delenv("PICKSCALE_FIGURE_PROCESSES", raising=False)
+    names = build.figure_names(demo)
+    from pickscale.engine.cluster import process_cpus
+
+    assert processes.figure_processes(demo, names) == min(process_cpus(), len(names), processes.MAX_PROCESSES)
+    assert processes.figure_processes(demo, names[:1]) == 1  # one figure: nothing to share
+    dask_array = pytest.importorskip("dask.array")
+    lazy = demo.assign(extra=("station", dask_array.zeros(demo.sizes["station"])))
+    assert processes.figure_processes(lazy, names) == 1  # read through Zarr's thread: drawn here
+    stored = pickscale.open_results(pickscale.save(demo, tmp_path / "results.zarr"))
+    assert processes.figure_processes(stored, names) == 1  # its pairs read when used: drawn here, none loaded
+    monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
+    assert processes.figure_processes(demo, names) == 1
