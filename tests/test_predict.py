@@ -256,3 +256,14 @@ def test_station_epochs_and_events_without_origin(tmp_path):
     no_depth = Event(origins=[Origin(time=ORIGIN, latitude=45.0, longitude=0.0)])
     with pytest.raises(InputError, match="no depth_km"):
         pickscale.predict(Catalog([no_depth]), _stations([("XX.A", 46.0, 0.0)]))
+
+
+def test_cli_refuses_a_url_out_and_creates_nothing_locally(tmp_path, capsys, monkeypatch):
+    (tmp_path / "events.csv").write_text("time,latitude,longitude,depth_km\n2024-01-01T00:00:00Z,45,0,3\n")
+    (tmp_path / "stations.csv").write_text("station,latitude,longitude\nXX.A,46,0\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["predict", "--events", "events.csv", "--stations", "stations.csv", "--out", "s3://bucket/p.csv"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "s3://bucket/p.csv" in err and "Traceback" not in err
+    assert not (tmp_path / "s3:").exists()

@@ -52,8 +52,9 @@ def write_reference(frame: pd.DataFrame, out: Path, *, overwrite: bool = False) 
 def predict_command(args: argparse.Namespace) -> int:
     """``pickscale predict``: first P and S per event and station from TauP, written to ``--out``."""
     from ..prediction import predict
+    from ..store.paths import local_store_path
 
-    out = Path(args.out)
+    out = local_store_path(args.out, what="--out")  # a URL is refused here: never made a local folder
     if out.exists() and not args.overwrite:  # before the model is built and every travel time computed
         raise InputError(f"--out {out} exists; pickscale replaces no file unless asked: add --overwrite.")
     frame = predict(args.events, args.stations, model=args.model, phases=args.phases, dataset=args.dataset,

@@ -25,8 +25,8 @@ import pandas as pd
 from ..errors import InputError
 from ..io import Normalised, normalise
 from ..io.normalise import kept_name
-from ..metrics.grid import offset_bin
 from ..options import PHASES
+from ..scope.placement import pick_offsets, summed_offsets
 
 __all__ = [
     "PickPart",
@@ -337,16 +337,7 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
                     combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32),
                     phase=np.concatenate([p.phase for p in parts]),
                     time=np.concatenate([p.time for p in parts]), conf=conf,
-                    offsets=_summed(pd.concat(found, ignore_index=True)) if found else None)
-
-
-_OFFSET_KEY = ["dataset", "model", "phase", "bin"]
-
-
-def _summed(rows: pd.DataFrame) -> pd.DataFrame:
-    """Offset counts with one row per key, summed, in key order (whatever the parts' order)."""
-    out = rows.groupby(_OFFSET_KEY, sort=True, observed=True)["n_picks"].sum().reset_index()
-    return out.astype({"dataset": object, "model": object, "phase": np.int8, "bin": np.int64, "n_picks": np.int64})
+                    offsets=summed_offsets(pd.concat(found, ignore_index=True)) if found else None)
 
 
 def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
@@ -455,21 +446,6 @@ def _cell_combos(part: PickPart, coverage: Any) -> pd.DataFrame:
     })
 
 
-def _window_offsets(part: PickPart, coverage: Any, thresholds: tuple[float, float]) -> pd.DataFrame:
-    """The part's picks at the shared threshold (of their phase) inside a window, per (dataset, model, phase,
-    offset bin): where they sit in their windows (SPEC §5, "Residuals on a grid")."""
-    cells = part_cells(part, coverage)
-    keep = coverage.held(cells) & (part.conf >= np.asarray(thresholds, dtype=np.float64)[part.phase.astype(np.int64)])
-    rows = np.flatnonzero(keep)
-    combos = part.combos
-    combo = part.combo[rows].astype(np.int64)
-    return _summed(pd.DataFrame({
-        "dataset": combos["dataset"].to_numpy(object)[combo], "model": combos["model"].to_numpy(object)[combo],
-        "phase": part.phase[rows].astype(np.int8),
-        "bin": offset_bin(coverage.offsets(cells[rows], part.time[rows])), "n_picks": np.ones(rows.size, np.int64),
-    }))
-
-
 def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[float, float] | None = None
             ) -> PickPart | Failure:
     """The part without its arrays: what the client needs to decide the scope and the plan.
@@ -481,8 +457,11 @@ def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[fl
     if isinstance(part, Failure):
         return part
     combos = _cell_combos(part, coverage) if coverage is not None else part.combos
-    offsets = (_window_offsets(part, coverage, thresholds)
-               if coverage is not None and thresholds is not None else None)
+    offsets = None
+    if coverage is not None and thresholds is not None:
+        cells = part_cells(part, coverage)
+        offsets = pick_offsets(coverage, cells, part.combos, part.combo, part.phase, part.time, part.conf,
+                               thresholds)
     return dataclasses.replace(part, combos=combos, combo=part.combo[:0], phase=part.phase[:0],
                                time=part.time[:0], conf=part.conf[:0], offsets=offsets)
 

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..metrics.grid import OFFSET_BINS, fixed_offset, offset_grid, residual_grid, to_ms
+from ..metrics.grid import OFFSET_BINS, fixed_offset, offset_bin, offset_grid, residual_grid, to_ms
 from ..options import PHASES
 
-__all__ = ["reference_placement", "pick_placement"]
+__all__ = ["reference_placement", "pick_placement", "pick_offsets", "summed_offsets"]
 
 
 def reference_placement(offset_ns: np.ndarray, dataset: np.ndarray, phase: np.ndarray,
@@ -59,6 +59,32 @@ def reference_placement(offset_ns: np.ndarray, dataset: np.ndarray, phase: np.nd
                 out.append({"dataset": d_names[d], "phase": p_names[p], **fixed_offset(offset_ns[rows]),
                             "grid": residual_grid(to_ms(offset_ns[rows]))})
     return out
+
+
+_OFFSET_KEY = ["dataset", "model", "phase", "bin"]
+
+
+def summed_offsets(rows: pd.DataFrame) -> pd.DataFrame:
+    """Offset counts with one row per key, summed, in key order (whatever the parts' order)."""
+    out = rows.groupby(_OFFSET_KEY, sort=True, observed=True)["n_picks"].sum().reset_index()
+    return out.astype({"dataset": object, "model": object, "phase": np.int8, "bin": np.int64, "n_picks": np.int64})
+
+
+def pick_offsets(coverage: Any, cells: np.ndarray, combos: pd.DataFrame, combo: np.ndarray, phase: np.ndarray,
+                 time: np.ndarray, conf: np.ndarray, thresholds: Sequence[float]) -> pd.DataFrame:
+    """A part's picks at the shared threshold (of their phase) inside a window, counted per (dataset, model,
+    phase, offset bin): where they sit in their windows.  Run on the workers, in the outline
+    (:func:`pickscale.engine.parts.outline`): ``cells`` from :meth:`pickscale.scope.Coverage.cells`,
+    ``combos``/``combo`` the part's (dataset, station, model) rows and each pick's row.
+    """
+    keep = coverage.held(cells) & (conf >= np.asarray(thresholds, dtype=np.float64)[phase.astype(np.int64)])
+    rows = np.flatnonzero(keep)
+    which = combo[rows].astype(np.int64)
+    return summed_offsets(pd.DataFrame({
+        "dataset": combos["dataset"].to_numpy(object)[which], "model": combos["model"].to_numpy(object)[which],
+        "phase": phase[rows].astype(np.int8),
+        "bin": offset_bin(coverage.offsets(cells[rows], time[rows])), "n_picks": np.ones(rows.size, np.int64),
+    }))
 
 
 def pick_placement(offsets: pd.DataFrame | None) -> list[dict[str, Any]]:
