@@ -121,6 +121,11 @@ class Options:
         an event is detected at θ when at least this many of its scored
         arrivals are matched (``events.csv``); a whole number >= 0, default 4
         (what an associator needs); 0 turns event detection off.
+    rate_thresholds
+        Pick rates (SPEC §20): ``pick_rates.csv`` is read at each phase's
+        shared threshold and also at these (strictly ascending, in
+        ``[0, 1]``); like the shared threshold they join the grid (SPEC §2).
+        ``None`` (default) for none.
 
     Examples
     --------
@@ -139,6 +144,7 @@ class Options:
     tols: Sequence[float] | None = None
     group_by: str | None = None
     event_min_arrivals: int = 4
+    rate_thresholds: Sequence[float] | None = None
     grid: np.ndarray = field(init=False, repr=False, compare=False)
     fine: np.ndarray = field(init=False, repr=False, compare=False)
     #: The run's time-bin edges (int64 ns), set by the engine once the scored span is known
@@ -169,10 +175,13 @@ class Options:
                 "matched at least as wide as detections, or the gross-error rate is undefined.",
                 options=("residual_tol", "tol"),
             )
+        rates = None if self.rate_thresholds is None else _checked_rate_thresholds(self.rate_thresholds)
+        # SPEC §2, §20: the shared thresholds and the rate thresholds join the grid.
+        joined = tuple(sorted({*per_phase, *(rates or ())}))
         if self.thresholds is None:
-            grid = default_grid(per_phase)
+            grid = default_grid(joined)
         else:
-            grid = _checked_grid(self.thresholds, per_phase)
+            grid = _checked_grid(self.thresholds, joined)
         budget = _checked_budget(self.budget)
         object.__setattr__(self, "threshold", threshold)
         object.__setattr__(self, "tol", tol)
@@ -190,6 +199,7 @@ class Options:
 
             object.__setattr__(self, "group_by", str(parse_group_by(self.group_by)))
         object.__setattr__(self, "event_min_arrivals", _checked_min_arrivals(self.event_min_arrivals))
+        object.__setattr__(self, "rate_thresholds", rates)
         object.__setattr__(self, "thresholds", tuple(float(x) for x in grid))
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "fine", fine_grid(float(grid[0])))
@@ -431,6 +441,35 @@ def _checked_min_arrivals(value: Any) -> int:
         raise OptionsError(f"event_min_arrivals must be a whole number >= 0 (0: no event detection); got {value!r}.",
                            options=("event_min_arrivals",))
     return int(value)
+
+
+def _checked_rate_thresholds(values: Any) -> tuple[float, ...]:
+    """``rate_thresholds`` (SPEC §20): strictly ascending confidences in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> _checked_rate_thresholds([0.5, "0.7"])
+    (0.5, 0.7)
+    >>> _checked_rate_thresholds([1.5])
+    Traceback (most recent call last):
+    ...
+    pickscale.errors.OptionsError: rate_thresholds must be confidences in [0, 1], strictly ascending; got [1.5].
+    """
+    if isinstance(values, (str, bytes)) or np.ndim(values) != 1:
+        values = [values]
+    try:
+        out = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        out = ()
+        ok = False
+    else:
+        ok = bool(out) and all(np.isfinite(v) and 0 <= v <= 1 for v in out) and all(
+            a < b for a, b in zip(out, out[1:]))
+    if not ok:
+        shown = [v if isinstance(v, (int, float, str)) else str(v) for v in list(values)[:10]]
+        raise OptionsError(f"rate_thresholds must be confidences in [0, 1], strictly ascending; got {shown!r}.",
+                           options=("rate_thresholds",))
+    return out
 
 
 def _checked_tols(values: Any, residual_tol: float) -> tuple[float, ...]:

@@ -209,6 +209,9 @@ SETTINGS: dict[str, Setting] = _declare(
     Setting("event_min_arrivals", "options", (int,), "store", scoring=True, cli=Flag(  # SPEC §19; stored with events
         "with an event column in the reference: an event is detected when at least K of its scored arrivals are "
         "matched (default {default}; 0: off): events.csv and figures/event_detection", parse="int", metavar="K")),
+    Setting("rate_thresholds", "options", (list,), "store", scoring=True, stored="when_set", cli=Flag(  # SPEC §20
+        "also read pick_rates.csv (picks per day per station, every run) at these thresholds, ascending; they join "
+        "the grid", parse="floats", metavar="θ,θ,…")),
     # Where and how the work runs: never a number.
     Setting("workers", "cluster", (int,), None, cli=Flag("local worker processes (default: one per core)",
                                                           parse="int")),

@@ -27,6 +27,7 @@ CASES: dict[str, tuple[list[str], str, object]] = {
     "tols": (["0.1,0.25"], "[0.1, 0.25]", [0.1, 0.25]),
     "group_by": (["station"], '"station"', "station"),
     "event_min_arrivals": (["3"], "3", 3),
+    "rate_thresholds": (["0.5,0.75"], "[0.5, 0.75]", [0.5, 0.75]),
     # Reading and running: what score gets besides the scoring options.
     "drop_invalid": ([], "true", True),
     "manual_only": ([], "true", True),

@@ -25,6 +25,7 @@ import pandas as pd
 from ..errors import InputError
 from ..io import Normalised, normalise
 from ..io.normalise import kept_name
+from ..kernel.rates import PickRates, count_rates, merge_rates
 from ..options import PHASES
 from ..scope.placement import pick_offsets, summed_offsets
 
@@ -80,6 +81,9 @@ class PickPart:
         An outline's, with coverage: its picks at the shared threshold inside a window, counted per
         (dataset, model, phase, offset bin) -- where they sit in their windows
         (:func:`pickscale.metrics.grid.offset_bin`; SPEC §5, "Residuals on a grid"); None otherwise.
+    rates
+        An outline's, given the grid: its picks counted per station at each threshold, and the days they fall
+        on (SPEC §20, :mod:`pickscale.kernel.rates`); None otherwise.
     """
 
     report: Normalised
@@ -90,6 +94,7 @@ class PickPart:
     time: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     offsets: pd.DataFrame | None = None
+    rates: PickRates | None = None
 
 
 def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
@@ -333,11 +338,13 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
             below[d] = below.get(d, 0) + k
     conf = np.concatenate([p.conf for p in parts])  # float32 with float64 widens, exactly
     found = [p.offsets for p in parts if p.offsets is not None]
+    rates = [p.rates for p in parts if p.rates is not None]
     return PickPart(report=Normalised.combine([p.report for p in parts]), combos=merged, below_floor=below,
                     combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32),
                     phase=np.concatenate([p.phase for p in parts]),
                     time=np.concatenate([p.time for p in parts]), conf=conf,
-                    offsets=summed_offsets(pd.concat(found, ignore_index=True)) if found else None)
+                    offsets=summed_offsets(pd.concat(found, ignore_index=True)) if found else None,
+                    rates=merge_rates(rates) if rates else None)
 
 
 def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
@@ -446,16 +453,20 @@ def _cell_combos(part: PickPart, coverage: Any) -> pd.DataFrame:
     })
 
 
-def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[float, float] | None = None
-            ) -> PickPart | Failure:
+def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[float, float] | None = None,
+            grid: np.ndarray | None = None) -> PickPart | Failure:
     """The part without its arrays: what the client needs to decide the scope and the plan.
 
     With a ``coverage`` (:class:`pickscale.scope.Coverage`), its summary is per (dataset, station, model,
     cell): the client decides the common coverage from counts, without a pick; and, with the shared
-    ``thresholds`` (P, S), where its picks sit in their windows (:attr:`PickPart.offsets`).
+    ``thresholds`` (P, S), where its picks sit in their windows (:attr:`PickPart.offsets`).  With the
+    threshold ``grid``, its pick rates (SPEC §20, :attr:`PickPart.rates`): every pick, whatever the scope.
     """
     if isinstance(part, Failure):
         return part
+    rates = None
+    if grid is not None:
+        rates = count_rates(part.combos, part.combo, part.phase, part.time, part.conf, grid)
     combos = _cell_combos(part, coverage) if coverage is not None else part.combos
     offsets = None
     if coverage is not None and thresholds is not None:
@@ -463,7 +474,7 @@ def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[fl
         offsets = pick_offsets(coverage, cells, part.combos, part.combo, part.phase, part.time, part.conf,
                                thresholds)
     return dataclasses.replace(part, combos=combos, combo=part.combo[:0], phase=part.phase[:0],
-                               time=part.time[:0], conf=part.conf[:0], offsets=offsets)
+                               time=part.time[:0], conf=part.conf[:0], offsets=offsets, rates=rates)
 
 
 def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:

@@ -35,6 +35,7 @@ from dask import delayed
 from ..errors import InputError, OptionsError, emit_warnings
 from ..io import Normalised
 from ..kernel import Partial, StationStack, combine_partials, score_station
+from ..kernel.rates import merge_rates
 from ..options import Options
 from ..scope import Scope, scope_from_summary
 from ..scope.placement import pick_placement
@@ -83,6 +84,7 @@ def score(
     tols: Sequence[float] | None = None,
     group_by: str | None = None,
     event_min_arrivals: int = 4,
+    rate_thresholds: Sequence[float] | None = None,
     stations: Any = None,
     storage_options: dict[str, Any] | None = None,
     select_on: str | None = None,
@@ -166,6 +168,12 @@ def score(
         this many of its scored arrivals are matched (``n_events``,
         ``events_detected``, ``event_detection_rate``; ``events.csv``).
         Default 4; 0: off.
+    rate_thresholds
+        Pick rates (SPEC §20), counted by every run for every pick whatever
+        the scope (``rate_picks``, ``rate_days``, ``picks_per_day``, dim
+        ``rate_station``; ``pick_rates.csv``), are also read at these
+        thresholds (ascending, in ``[0, 1]``; they join the grid).  Default:
+        each phase's shared threshold alone.
     stations
         A stations table (CSV/Parquet path or DataFrame): ``station``,
         optionally ``dataset``, and attributes (``instrument``, ``site_class``
@@ -274,7 +282,9 @@ def score(
     # The parts' outlines are merged on the workers: the client receives one summary.
     shared_cover = delayed(cover, pure=True) if cover is not None else None
     thresholds = options.phase_thresholds if cover is not None else None  # where picks sit in their windows
-    merged = compute([tree_reduce([delayed(outline)(p, shared_cover, thresholds) for p in pick_parts],
+    # Every part also counts its pick rates (SPEC §20) on the grid: every pick, whatever the scope.
+    grid = delayed(options.grid, pure=True)
+    merged = compute([tree_reduce([delayed(outline)(p, shared_cover, thresholds, grid) for p in pick_parts],
                                   merge_outlines)], client, label="outlining picks", progress=False)[0]
     outlines = merged if isinstance(merged, list) else [merged]
     _raise_failures(ref_parts + outlines)
@@ -363,7 +373,9 @@ def score(
     attrs["extent"] = extent
     # Python users see every exclusion and reading warning (the store keeps them in its attributes too).
     emit_warnings(attrs["warnings"])
-    return assemble(per_dataset, options=options, attrs=attrs, pairs=pairs)
+    counted = [o.rates for o in outlines if o.rates is not None]
+    rates = merge_rates(counted) if counted else None
+    return assemble(per_dataset, options=options, attrs=attrs, pairs=pairs, rates=rates)
 
 
 def _grouping(options: Options, stations: Any, station_key: str) -> tuple[Any, pd.DataFrame | None]:

@@ -11,7 +11,7 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["FIGURES", "TIME_BIN_FIGURES", "TOLERANCE_FIGURES", "GROUP_FIGURES", "EVENT_FIGURES"]
+__all__ = ["FIGURES", "TIME_BIN_FIGURES", "TOLERANCE_FIGURES", "GROUP_FIGURES", "EVENT_FIGURES", "RATE_FIGURES"]
 
 #: Names of the figures :func:`pickscale.report.figures.figures` builds, in reading order.
 FIGURES: tuple[str, ...] = ("recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations")
@@ -21,5 +21,7 @@ TIME_BIN_FIGURES: tuple[str, ...] = ("recall_over_time",)
 TOLERANCE_FIGURES: tuple[str, ...] = ("recall_vs_tolerance",)
 #: The figures only results scored with ``group_by`` have (SPEC §14), drawn after those.
 GROUP_FIGURES: tuple[str, ...] = ("recall_by_group",)
-#: The figures only results with events have (SPEC §19), drawn last.
+#: The figures only results with events have (SPEC §19), drawn after those.
 EVENT_FIGURES: tuple[str, ...] = ("event_detection",)
+#: The figures of results with pick rates at two stations or more (SPEC §20: every run's), drawn last.
+RATE_FIGURES: tuple[str, ...] = ("pick_rates",)

@@ -64,13 +64,14 @@ def output_names() -> list[str]:
         EVENT_FIGURES,
         FIGURES,
         GROUP_FIGURES,
+        RATE_FIGURES,
         TIME_BIN_FIGURES,
         TOLERANCE_FIGURES,
     )
 
     return ([f"{name}.csv" for name in (*TABLE_NAMES, *OPTIONAL_TABLES)]
             + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES, *TOLERANCE_FIGURES, *GROUP_FIGURES,
-                                                    *EVENT_FIGURES)
+                                                    *EVENT_FIGURES, *RATE_FIGURES)
                for fmt in FIGURE_FORMATS]
             + [OUTPUTS_MARKER])
 

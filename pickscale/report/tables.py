@@ -5,12 +5,19 @@ store writes byte-identical CSV files to those ``pickscale score`` wrote.
 Rows: one per group present (a model absent from a dataset has no rows),
 sorted by the key columns (strings in code-point order, numbers ascending).
 CSV values are written at full precision; printed tables round to 3 decimals.
+
+The tables are declared in :data:`TABLES`: each its keys (the dims of its rows) and its columns, each a
+variable of the results (:mod:`pickscale.results.registry`, or a count summed over stations) read at
+those keys; one builder (:func:`_build`) makes every such table.  The tables that are more than a
+selection keep a small function of their own (:attr:`Table.build`, each says why).  A new table is one
+more entry of :data:`TABLES`.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,31 +25,89 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import detection
-from ..metrics.timing import QUANTILE_NAMES, TIMING_NAMES
+from ..metrics.timing import GROUP_NAMES, QUANTILE_NAMES, TIMING_NAMES
 from ..options import Options
+from ..results.rates import pick_rates
 
 if TYPE_CHECKING:  # xarray is imported on use: `import pickscale` stays light for Dask workers
     import xarray as xr
 
 __all__ = ["tables", "write_tables", "format_table", "to_csv_bytes", "TABLE_NAMES", "OPTIONAL_TABLES", "PRINTED",
-           "PRINTED_COLUMNS",
-           "NA_REP"]
+           "PRINTED_COLUMNS", "NA_REP", "Column", "Table", "TABLES", "shown_in"]
 
-TABLE_NAMES = ("detection", "timing", "calibration", "reliability", "phase_quality", "sweep")
-#: Tables written only when the results have them: ``over_time`` with time bins (SPEC §10), ``budgets`` with
-#: several budgets (SPEC §7), ``model_differences`` with bootstrap intervals (SPEC §12), ``tolerance`` with ``tols``
-#: (SPEC §13).
-OPTIONAL_TABLES = ("over_time", "budgets", "model_differences", "tolerance", "by_group", "events")
-#: The tables printed by ``score`` and ``report``.
-PRINTED = ("detection", "timing", "calibration", "phase_quality")
-#: The columns printed of a table, where not all (the CSV files hold every column): SPEC §8's
-#: readings at a glance.  ``_lb`` names stand for the plain ones too (``--exhaustive``).
-PRINTED_COLUMNS = {
-    "detection": ("dataset", "phase", "model", "n_reference", "emitted", "matched", "recall", "precision_lb",
-                  "f1_lb", "recall_at_budget", "best_threshold", "ap_lb"),
-    # The residual quantiles and intervals (SPEC §5, §12) are in timing.csv; the terminal keeps 120 columns.
-    "timing": ("dataset", "phase", "model", *TIMING_NAMES),
-}
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: a variable of the results read at the table's keys.
+
+    Parameters
+    ----------
+    name : str
+        The column's header, canonical (``_lb`` dropped with an exhaustive reference).
+    source : str, optional
+        The variable it reads (canonical; default ``name``); one with a ``station`` dim (a count) is summed
+        over stations.
+    shared : bool
+        Read at the shared threshold (each phase at its own, SPEC §2), where the variable has thresholds.
+    over : tuple of str
+        Summed over these dims too (``n`` of ``calibration.csv``: over the bins).
+    minus : str, optional
+        Less this variable, read the same way (``extra = emitted - matched``).
+    optional : bool
+        Left out where the results lack the variable (stores written before it).
+    """
+
+    name: str
+    source: str | None = None
+    shared: bool = False
+    over: tuple[str, ...] = ()
+    minus: str | None = None
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: its keys and columns, when it exists, and what its builder does beyond selecting.
+
+    Parameters
+    ----------
+    name : str
+        The table (``<name>.csv``).
+    keys : tuple of str
+        The key columns, which are the dims of its rows, in sort order.
+    columns : tuple of Column
+        Its columns after the keys, in order.
+    rows : str
+        The variable (a count summed over stations, as a column reads it) whose dims are the table's rows: the
+        mask of models present is laid on it, and a column without one of its dims is repeated along it.
+    requires : str, optional
+        The variable whose presence says the results have the table (an option's family); None: always.
+    intervals : tuple of str
+        Columns followed, after every other, by ``<name>_lo`` and ``<name>_hi`` where the results hold
+        them (SPEC §12).
+    extend : callable, optional
+        ``extend(columns, ds, lb) -> columns``: more columns after those (``select_on``'s, SPEC §16).
+    relabel : callable, optional
+        ``relabel(ds) -> {dim: labels}``: the key labels the table writes (ISO times for time bins).
+    order : callable, optional
+        ``order(frame, ds) -> frame``: the rows re-ordered after the sort (groups in the run's order).
+    build : callable, optional
+        ``build(ds) -> frame``: a table that is more than a selection of variables (each says why); its
+        ``keys`` and ``columns`` then say what it writes.
+    """
+
+    name: str
+    keys: tuple[str, ...]
+    columns: tuple[Column, ...]
+    rows: str = "recall_at_budget"
+    requires: str | None = None
+    intervals: tuple[str, ...] = ()
+    extend: Callable[[dict, xr.Dataset, Callable[[str], str]], dict] | None = None
+    relabel: Callable[[xr.Dataset], dict[str, tuple[str, list[str]]]] | None = None
+    order: Callable[[pd.DataFrame, xr.Dataset], pd.DataFrame] | None = None
+    build: Callable[[xr.Dataset], pd.DataFrame] | None = None
+
+
 #: Value written for NaN in CSV files.
 NA_REP = "NaN"
 
@@ -78,18 +143,66 @@ def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame.iloc[order].reset_index(drop=True)
 
 
-def _totals(ds: xr.Dataset) -> xr.Dataset:
+class _Reader:
+    """The variables of one Dataset as the columns read them; each count's sum over stations made once."""
+
+    def __init__(self, ds: xr.Dataset) -> None:
+        from ..results import metric_name
+
+        self.ds, self.options = ds, _options(ds)
+        self.lb: Callable[[str], str] = lambda name: metric_name(name, self.options.exhaustive)
+        self._totals: dict[str, xr.DataArray] = {}
+
+    def has(self, column: Column) -> bool:
+        return self.lb(column.source or column.name) in self.ds
+
+    def variable(self, source: str, *, shared: bool = False, over: tuple[str, ...] = ()) -> xr.DataArray:
+        name = self.lb(source)
+        if name not in self._totals:
+            value = self.ds[name] if name in self.ds else _FALLBACK[name](self.ds)
+            self._totals[name] = value.sum("station") if "station" in value.dims else value
+        value = self._totals[name]
+        if over:
+            value = value.sum(list(over))
+        if shared and "threshold" in value.dims:
+            value = self.options.at_shared(value, drop=True)
+        return value
+
+    def column(self, column: Column) -> xr.DataArray:
+        value = self.variable(column.source or column.name, shared=column.shared, over=column.over)
+        if column.minus is not None:
+            value = value - self.variable(column.minus, shared=column.shared, over=column.over)
+        return value
+
+
+def _build(table: Table, reader: _Reader) -> pd.DataFrame:
+    """The one builder: ``table``'s columns read at its keys, rows of the models present."""
     import xarray as xr
 
-    out = xr.Dataset({k: ds[k].sum("station") for k in ("emitted", "matched", "duplicates", "swapped")})
-    out["n_reference"] = ds["n_reference"].sum("station")
-    return out
+    ds, lb = reader.ds, reader.lb
+    columns = {lb(c.name): reader.column(c) for c in table.columns if not c.optional or reader.has(c)}
+    for name in table.intervals:
+        for end in ("_lo", "_hi"):
+            if lb(name) + end in ds:
+                columns[lb(name) + end] = ds[lb(name) + end]
+    if table.extend is not None:
+        columns = table.extend(columns, ds, lb)
+    present = ds["model_present"].broadcast_like(reader.variable(table.rows))
+    columns = {name: value if set(value.dims) == set(present.dims) else value.broadcast_like(present)
+               for name, value in columns.items()}
+    frame = xr.Dataset(columns)
+    if table.relabel is not None:
+        # The mask gets the same labels, so that it lines up with the table (SPEC §2: no rows for an absent model).
+        labels = table.relabel(ds)
+        frame, present = frame.assign_coords(labels), present.assign_coords(labels)
+    out = _frame(frame, list(columns), list(table.keys), present)
+    return out if table.order is None else table.order(out, ds)
 
 
 def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     """The six SPEC §8 tables: ``detection``, ``timing``, ``calibration``,
-    ``reliability``, ``phase_quality`` and ``sweep``; and ``over_time``
-    (SPEC §10) when the results were scored with ``time_bin``.
+    ``reliability``, ``phase_quality`` and ``sweep``; and the tables of the options the results were
+    scored with (:data:`OPTIONAL_TABLES`), each as :data:`TABLES` declares it.
 
     This is :func:`pickscale.tables`.
 
@@ -102,7 +215,7 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     Returns
     -------
     dict of str to pandas.DataFrame
-        The tables by name, in :data:`TABLE_NAMES` order (then ``over_time``).
+        The tables by name, in :data:`TABLES` order.
 
     Examples
     --------
@@ -110,45 +223,23 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     >>> t = pickscale.tables(ds)  # ds: the demo results, scored with time_bin, tols and group_by
     >>> list(t)
     ['detection', 'timing', 'calibration', 'reliability', 'phase_quality', 'sweep', 'over_time', 'tolerance',
-     'by_group']
+     'by_group', 'pick_rates']
     >>> t["detection"].columns[:4].tolist(), len(t["detection"])  # 2 datasets × 2 phases × 3 models
     (['dataset', 'phase', 'model', 'n_reference'], 12)
     """
-    from ..results import metric_name
-
-    options = _options(ds)
-    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     # A store opens lazily; the tables need neither the residual pairs nor the fine curve, so load the rest.
     ds = ds.drop_dims(["pair", "fine_threshold"], errors="ignore").load()
-    shared = options.at_shared(ds)  # each phase at its own shared threshold (SPEC §2)
-    tot = _totals(ds)
-    tot_shared = options.at_shared(tot)
-    present = ds["model_present"]
-    out = {
-        "detection": _detection(ds, shared, tot_shared, present, lb),
-        "timing": _timing(ds, shared, present),
-        "calibration": _calibration(ds, present, lb),
-        "reliability": _reliability(ds, present, lb),
-        "phase_quality": _phase_quality(ds, tot_shared, present),
-        "sweep": _sweep(ds, tot, present, lb),
-    }
-    if "matched_over_time" in ds:
-        out["over_time"] = over_time(ds)
-    if "recall_at_budgets" in ds:
-        out["budgets"] = budgets(ds)
-    if "recall_diff" in ds:
-        out["model_differences"] = model_differences(ds)
-    if "matched_at_tol" in ds:
-        out["tolerance"] = tolerance(ds)
-    if "matched_by_group" in ds:  # SPEC §14
-        out["by_group"] = by_group(ds)
-    if "events_detected_at_threshold" in ds:  # SPEC §19
-        out["events"] = events(ds)
-    return out
+    reader = _Reader(ds)
+    return {name: table.build(ds) if table.build is not None else _build(table, reader)
+            for name, table in TABLES.items() if table.requires is None or table.requires in ds}
+
+
+# The tables that are more than a selection of variables at keys.
 
 
 def events(ds: xr.Dataset) -> pd.DataFrame:
-    """SPEC §19: per (dataset, model, group of events), at the shared threshold: the events with a scored
+    """SPEC §19 (a builder of its own: one group ``all`` is made where the results have none, and the groups
+    keep the run's order): per (dataset, model, group of events), at the shared threshold: the events with a scored
     arrival, those detected (at least ``event_min_arrivals`` of their arrivals matched, each at its phase's
     threshold) and the rate.  Without ``group_by`` one group, ``all``; groups in the run's order.
     """
@@ -169,18 +260,11 @@ def events(ds: xr.Dataset) -> pd.DataFrame:
     return frame.iloc[order].reset_index(drop=True)
 
 
-def _with_interval(table: dict, ds: xr.Dataset, names: list[str]) -> dict:
-    """``table`` and, for each of ``names`` whose interval the results hold, ``<name>_lo`` and ``<name>_hi``
-    (SPEC §12), after every other column; nothing added without intervals."""
-    for name in names:
-        for end in ("_lo", "_hi"):
-            if name + end in ds:
-                table[name + end] = ds[name + end]
-    return table
-
-
 def budgets(ds: xr.Dataset) -> pd.DataFrame:
     """SPEC §7 with several budgets: recall_at_budget at each, one row per (dataset, phase, model, budget).
+
+    A builder of its own: the column and its interval are ``recall_at_budgets`` renamed (dim ``budgets``
+    becomes the key ``budget``).
 
     Examples
     --------
@@ -208,6 +292,8 @@ def budgets(ds: xr.Dataset) -> pd.DataFrame:
 def model_differences(ds: xr.Dataset) -> pd.DataFrame:
     """SPEC §12: for every pair of models of a dataset and phase, model_a − model_b on the same draws.
 
+    A builder of its own: its rows are pairs of models (both present, model_a first), not models.
+
     One row per (dataset, phase, model_a, model_b) with model_a before model_b (code-point order), both
     present: ``recall_diff`` (at the shared threshold, its symmetric bootstrap-t interval) and
     ``recall_at_budget_diff`` (its percentile interval).  An interval that excludes 0 says model_a and
@@ -227,54 +313,15 @@ def model_differences(ds: xr.Dataset) -> pd.DataFrame:
     return _frame(table, names, ["dataset", "phase", "model_a", "model_b"], both & order)
 
 
-def over_time(ds: xr.Dataset) -> pd.DataFrame:
-    """SPEC §10: per (dataset, phase, model, time bin) at the shared threshold: counts, recall, precision.
-
-    ``time_bin`` is the bin's start as ISO-8601 UTC (``2024-03-01T00:00:00Z``); every bin of the run has a
-    row for every model present (recall NaN where the bin has no arrival).
-    """
-    import xarray as xr
-
+def _time_labels(ds: xr.Dataset) -> dict[str, tuple[str, list[str]]]:
+    """``over_time.csv``'s ``time_bin``: each bin's start as ISO-8601 UTC (``2024-03-01T00:00:00Z``)."""
     from ..kernel.bins import iso_utc
-    from ..results import metric_name
 
-    lb = lambda name: metric_name(name, _options(ds).exhaustive)  # noqa: E731
-    matched = ds["matched_over_time"].sum("station")
-    table = xr.Dataset({
-        "n_reference": ds["n_reference_over_time"].sum("station").broadcast_like(matched),
-        "emitted": ds["emitted_over_time"].sum("station"),
-        "matched": matched,
-        "recall": ds["recall_over_time"],
-        lb("precision_lb"): ds[lb("precision_lb_over_time")],
-    })
-    labels = ("time_bin", iso_utc(ds["time_bin"].values))
-    table = table.assign_coords(time_bin=labels)
-    # The mask gets the same ISO labels, so that it lines up with the table (SPEC §2: no rows for an absent model).
-    present = ds["model_present"].broadcast_like(matched).assign_coords(time_bin=labels)
-    return _frame(table, _names(table), _KEY + ["time_bin"], present)
+    return {"time_bin": ("time_bin", iso_utc(ds["time_bin"].values))}
 
 
-def by_group(ds: xr.Dataset) -> pd.DataFrame:
-    """SPEC §14: per (dataset, phase, model, group of arrivals) at the shared threshold: arrivals, matched,
-    recall and the §5 timing statistics of the group's residual pairs.
-
-    No ``emitted`` and no precision: a pick that matches no arrival has no group, so a precision per group
-    would be invented.  Every group of the run has a row for every model present (recall NaN where the
-    group has no arrival); the rows of a (dataset, phase, model) add up to ``detection.csv``'s counts.
-    """
-    import xarray as xr
-
-    from ..results.variables import GROUP_TIMING
-
-    matched = ds["matched_by_group"].sum("station")
-    table = xr.Dataset({
-        "n_reference": ds["n_reference_by_group"].sum("station").broadcast_like(matched),
-        "matched": matched,
-        "recall": ds["recall_by_group"],
-        **{name: ds[f"{name}_by_group"] for name in GROUP_TIMING},
-    })
-    frame = _frame(table, _names(table), _KEY + ["group"], ds["model_present"].broadcast_like(matched))
-    # The groups in the run's order (bins ascending, then missing), not in the order of their labels' text.
+def _groups_in_run_order(frame: pd.DataFrame, ds: xr.Dataset) -> pd.DataFrame:
+    """The groups in the run's order (bins ascending, then missing), not in the order of their labels' text."""
     position = {str(g): i for i, g in enumerate(ds["group"].values)}
     keys = frame[_KEY].astype(str).agg("\x1f".join, axis=1).to_numpy()
     run = np.r_[0, np.cumsum(keys[1:] != keys[:-1])] if len(frame) else np.zeros(0, np.int64)
@@ -282,131 +329,32 @@ def by_group(ds: xr.Dataset) -> pd.DataFrame:
     return frame.iloc[order].reset_index(drop=True)
 
 
-def tolerance(ds: xr.Dataset) -> pd.DataFrame:
-    """SPEC §13: per (dataset, phase, model, tol) at the shared threshold: counts, recall, precision.
-
-    ``emitted`` does not depend on the tolerance; at the run's own ``tol`` the row equals ``detection.csv``'s.
-    """
-    import xarray as xr
-
-    from ..results import metric_name
-
-    options = _options(ds)
-    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
-    matched = ds["matched_at_tol"].sum("station")
-    table = xr.Dataset({
-        "n_reference": ds["n_reference"].sum("station").broadcast_like(matched),
-        "emitted": options.at_shared(ds["emitted"], drop=True).sum("station").broadcast_like(matched),
-        "matched": matched,
-        "recall": ds["recall_at_tol"],
-        lb("precision_lb"): ds[lb("precision_lb_at_tol")],
-    })
-    return _frame(table, _names(table), _KEY + ["tol"], ds["model_present"].broadcast_like(matched))
-
-
-_KEY = ["dataset", "phase", "model"]
-
-
-def _detection(ds: xr.Dataset, shared: xr.Dataset, tot_shared: xr.Dataset, present: xr.DataArray,
-               lb: Callable[[str], str]) -> pd.DataFrame:
-    import xarray as xr
-
-    present_dmp = present.broadcast_like(ds["recall_at_budget"])
-    det = xr.Dataset({
-        "n_reference": tot_shared["n_reference"].broadcast_like(present_dmp),
-        "emitted": tot_shared["emitted"],
-        "matched": tot_shared["matched"],
-        "recall": shared["recall"],
-        lb("precision_lb"): shared[lb("precision_lb")],
-        lb("f1_lb"): shared[lb("f1_lb")],
-        "extra_rate": shared["extra_rate"],
-        "duplicate_rate": shared["duplicate_rate"],
-        "recall_at_budget": ds["recall_at_budget"],
-        "budget": ds["budget"].broadcast_like(present_dmp),
-        "best_threshold": ds["best_threshold"],
-        "best_on_edge": _best_on_edge(ds),
-        lb("f1_lb_at_best"): ds[lb("f1_lb_at_best")],
-        "recall_at_best": ds["recall_at_best"],
-        lb("ap_lb"): ds[lb("ap_lb")],
-    })
-    det = xr.Dataset(_with_interval(dict(det.data_vars), ds, ["recall", lb("precision_lb"), lb("f1_lb"),
-                                                              "recall_at_budget"]))
-    from ..results.selection import detection_columns  # SPEC §16: only in results scored with select_on
-
-    det = xr.Dataset(detection_columns(dict(det.data_vars), ds, lb))
-    return _frame(det, _names(det), _KEY, present_dmp)
-
-
 def _best_on_edge(ds: xr.Dataset) -> xr.DataArray:
     """SPEC §7's flag; a store written before it has none, and gets it from its best_threshold and grid."""
-    if "best_on_edge" in ds:
-        return ds["best_on_edge"]
     from ..metrics.curves import best_on_edge
 
     best = ds["best_threshold"]
     return best.copy(data=best_on_edge(ds["threshold"].values, best.values))
 
 
-def _timing(ds: xr.Dataset, shared: xr.Dataset, present: xr.DataArray) -> pd.DataFrame:
+#: Variables a store written before them lacks, and how a table makes them from what it has.
+_FALLBACK: dict[str, Callable[[xr.Dataset], xr.DataArray]] = {"best_on_edge": _best_on_edge}
+
+
+def _select_on(columns: dict, ds: xr.Dataset, lb: Callable[[str], str]) -> dict:
+    from ..results.selection import detection_columns  # SPEC §16: only in results scored with select_on
+
+    return detection_columns(columns, ds, lb)
+
+
+def _phase_quality(ds: xr.Dataset) -> pd.DataFrame:
+    """SPEC §4's phase quality per (dataset, model), at the shared threshold (a builder of its own: its columns
+    are the phases' counts side by side, and rates over both phases; with one threshold per phase each phase
+    at its own)."""
     import xarray as xr
 
-    # Stores written before the residual quantiles (SPEC §5) have none: their timing table is as it was.
-    names = [n for n in TIMING_NAMES + QUANTILE_NAMES if n in shared]
-    timing_vars = xr.Dataset(_with_interval({n: shared[n] for n in names}, ds, ["mae"]))
-    return _frame(timing_vars, _names(timing_vars), _KEY, present.broadcast_like(ds["recall_at_budget"]))
-
-
-def _calibration(ds: xr.Dataset, present: xr.DataArray, lb: Callable[[str], str]) -> pd.DataFrame:
-    import xarray as xr
-
-    cal = xr.Dataset({
-        "n": ds["cal_n"].sum(["station", "bin"]),
-        lb("ece_lb"): ds[lb("ece_lb")],
-        lb("brier_lb"): ds[lb("brier_lb")],
-    })
-    cal = xr.Dataset(_with_interval(dict(cal.data_vars), ds, [lb("ece_lb")]))
-    return _frame(cal, _names(cal), _KEY, present.broadcast_like(ds["recall_at_budget"]))
-
-
-def _reliability(ds: xr.Dataset, present: xr.DataArray, lb: Callable[[str], str]) -> pd.DataFrame:
-    import xarray as xr
-
-    rel = xr.Dataset({
-        "n": ds["cal_n"].sum("station"),
-        "mean_conf": ds["mean_conf"],
-        lb("observed_lb"): ds[lb("observed_lb")],
-    })
-    return _frame(rel, _names(rel), _KEY + ["bin"], present.broadcast_like(rel["n"]))
-
-
-def _sweep(ds: xr.Dataset, tot: xr.Dataset, present: xr.DataArray, lb: Callable[[str], str]) -> pd.DataFrame:
-    import xarray as xr
-
-    sweep_vars = xr.Dataset({
-        "n_reference": tot["n_reference"].broadcast_like(tot["emitted"]),
-        "emitted": tot["emitted"],
-        "matched": tot["matched"],
-        "extra": tot["emitted"] - tot["matched"],
-        "duplicates": tot["duplicates"],
-        "swapped": tot["swapped"],
-        "recall": ds["recall"],
-        lb("precision_lb"): ds[lb("precision_lb")],
-        lb("f1_lb"): ds[lb("f1_lb")],
-        "extra_rate": ds["extra_rate"],
-        "duplicate_rate": ds["duplicate_rate"],
-        **{n: ds[n] for n in TIMING_NAMES},
-    })
-    return _frame(sweep_vars, _names(sweep_vars), _KEY + ["threshold"],
-                  present.broadcast_like(sweep_vars["emitted"]))
-
-
-def _names(ds: xr.Dataset) -> list[str]:
-    """The data variables of ``ds``, in order (their names are str)."""
-    return [str(name) for name in ds.data_vars]
-
-
-def _phase_quality(ds: xr.Dataset, tot: xr.Dataset, present: xr.DataArray) -> pd.DataFrame:
-    import xarray as xr
+    tot = _options(ds).at_shared(_totals(ds))
+    present = ds["model_present"]
 
     swap_rate = _swap_rate(ds, tot)
     if tot["threshold"].size > 1:  # one per phase (SPEC §2): each phase's columns read at its own
@@ -434,6 +382,104 @@ def _swap_rate(ds: xr.Dataset, tot: xr.Dataset) -> xr.DataArray:
     swapped, n_ref = tot["swapped"].drop_vars("threshold"), tot["n_reference"].drop_vars("threshold")
     return xr.apply_ufunc(detection.swap_rate, swapped.sel(phase="P", drop=True), swapped.sel(phase="S", drop=True),
                           n_ref.sel(phase="P", drop=True), n_ref.sel(phase="S", drop=True))
+
+
+def _totals(ds: xr.Dataset) -> xr.Dataset:
+    import xarray as xr
+
+    out = xr.Dataset({k: ds[k].sum("station") for k in ("emitted", "matched", "duplicates", "swapped")})
+    out["n_reference"] = ds["n_reference"].sum("station")
+    return out
+
+
+def _names(ds: xr.Dataset) -> list[str]:
+    """The data variables of ``ds``, in order (their names are str)."""
+    return [str(name) for name in ds.data_vars]
+
+
+_KEY = ["dataset", "phase", "model"]
+_DPM = tuple(_KEY)
+_C = Column
+
+#: Every table, in the order they are written: the six of SPEC §8, then those of the options (SPEC §7, §10,
+#: §12, §13, §14, §19) and the pick rates (§20), each where the results have it.
+TABLES: dict[str, Table] = {t.name: t for t in (
+    Table("detection", _DPM, (
+        _C("n_reference"), _C("emitted", shared=True), _C("matched", shared=True), _C("recall", shared=True),
+        _C("precision_lb", shared=True), _C("f1_lb", shared=True), _C("extra_rate", shared=True),
+        _C("duplicate_rate", shared=True), _C("recall_at_budget"), _C("budget"), _C("best_threshold"),
+        _C("best_on_edge"), _C("f1_lb_at_best"), _C("recall_at_best"), _C("ap_lb")),
+        intervals=("recall", "precision_lb", "f1_lb", "recall_at_budget"), extend=_select_on),
+    Table("timing", _DPM, tuple(_C(n, shared=True, optional=n in QUANTILE_NAMES)  # quantiles: not in old stores
+                                for n in TIMING_NAMES + QUANTILE_NAMES), intervals=("mae",)),
+    Table("calibration", _DPM, (_C("n", "cal_n", over=("bin",)), _C("ece_lb"), _C("brier_lb")),
+          intervals=("ece_lb",)),
+    Table("reliability", (*_DPM, "bin"), (_C("n", "cal_n"), _C("mean_conf"), _C("observed_lb")), rows="cal_n"),
+    Table("phase_quality", ("dataset", "model"), tuple(map(_C, (
+        "P_n", "P_matched_as_S", "S_n", "S_matched_as_P", "swap_rate", "duplicate_rate"))), build=_phase_quality),
+    Table("sweep", (*_DPM, "threshold"), (
+        _C("n_reference"), _C("emitted"), _C("matched"), _C("extra", "emitted", minus="matched"), _C("duplicates"),
+        _C("swapped"), _C("recall"), _C("precision_lb"), _C("f1_lb"), _C("extra_rate"), _C("duplicate_rate"),
+        *map(_C, TIMING_NAMES)), rows="emitted"),
+    # SPEC §10: every bin of the run has a row for every model present (recall NaN where the bin has no arrival).
+    Table("over_time", (*_DPM, "time_bin"), (
+        _C("n_reference", "n_reference_over_time"), _C("emitted", "emitted_over_time"),
+        _C("matched", "matched_over_time"), _C("recall", "recall_over_time"),
+        _C("precision_lb", "precision_lb_over_time")),
+        rows="matched_over_time", requires="matched_over_time", relabel=_time_labels),
+    Table("budgets", (*_DPM, "budget"), (_C("recall_at_budget", "recall_at_budgets"),),
+          requires="recall_at_budgets", build=budgets),
+    Table("model_differences", ("dataset", "phase", "model_a", "model_b"), tuple(map(_C, (
+        "recall_diff", "recall_diff_lo", "recall_diff_hi", "recall_at_budget_diff", "recall_at_budget_diff_lo",
+        "recall_at_budget_diff_hi"))), requires="recall_diff", build=model_differences),
+    # SPEC §13: emitted does not depend on the tolerance; at the run's own tol the row equals detection.csv's.
+    Table("tolerance", (*_DPM, "tol"), (
+        _C("n_reference"), _C("emitted", shared=True), _C("matched", "matched_at_tol"),
+        _C("recall", "recall_at_tol"), _C("precision_lb", "precision_lb_at_tol")),
+        rows="matched_at_tol", requires="matched_at_tol"),
+    # SPEC §14: no emitted and no precision (a pick that matches no arrival has no group, so a precision per
+    # group would be invented); the rows of a (dataset, phase, model) add up to detection.csv's counts.
+    Table("by_group", (*_DPM, "group"), (
+        _C("n_reference", "n_reference_by_group"), _C("matched", "matched_by_group"),
+        _C("recall", "recall_by_group"), *(_C(n, f"{n}_by_group") for n in GROUP_NAMES)),
+        rows="matched_by_group", requires="matched_by_group", order=_groups_in_run_order),
+    Table("events", ("dataset", "model", "group"), tuple(map(_C, ("n_events", "detected", "detection_rate"))),
+          requires="events_detected_at_threshold", build=events),
+    # SPEC §20: every station with picks, scored or not (a builder of its own: rows per station with picks, at
+    # each phase's shared threshold and the rate thresholds, with whether the detection tables score it).
+    Table("pick_rates", ("dataset", "model", "phase", "station", "threshold"), tuple(map(_C, (
+        "days", "picks", "picks_per_day", "scored", "n_reference"))), requires="rate_picks", build=pick_rates),
+)}
+
+TABLE_NAMES = ("detection", "timing", "calibration", "reliability", "phase_quality", "sweep")
+
+
+def shown_in(name: str) -> list[tuple[str, str]]:
+    """Where a variable of the results is shown: each (table, column) of :data:`TABLES` that reads it.
+
+    Examples
+    --------
+    >>> shown_in("recall_at_tol"), shown_in("matched")[:2]
+    ([('tolerance', 'recall')], [('detection', 'matched'), ('sweep', 'matched')])
+    """
+    return [(table.name, column.name) for table in TABLES.values() if table.build is None
+            for column in table.columns if name in (column.source or column.name, column.minus)]
+
+#: Tables written only when the results have them (:attr:`Table.requires`): ``over_time`` with time bins
+#: (SPEC §10), ``budgets`` with several budgets (SPEC §7), ``model_differences`` with bootstrap intervals
+#: (SPEC §12), ``tolerance`` with ``tols`` (SPEC §13), ``by_group`` with ``group_by`` (SPEC §14), ``events``
+#: with events (SPEC §19), ``pick_rates`` with pick rates (SPEC §20: every run's, not a store's from before them).
+OPTIONAL_TABLES = tuple(name for name in TABLES if name not in TABLE_NAMES)
+#: The tables printed by ``score`` and ``report``.
+PRINTED = ("detection", "timing", "calibration", "phase_quality")
+#: The columns printed of a table, where not all (the CSV files hold every column): SPEC §8's
+#: readings at a glance.  ``_lb`` names stand for the plain ones too (``--exhaustive``).
+PRINTED_COLUMNS = {
+    "detection": ("dataset", "phase", "model", "n_reference", "emitted", "matched", "recall", "precision_lb",
+                  "f1_lb", "recall_at_budget", "best_threshold", "ap_lb"),
+    # The residual quantiles and intervals (SPEC §5, §12) are in timing.csv; the terminal keeps 120 columns.
+    "timing": ("dataset", "phase", "model", *TIMING_NAMES),
+}
 
 
 def to_csv_bytes(frame: pd.DataFrame) -> bytes:

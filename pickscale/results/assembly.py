@@ -26,6 +26,7 @@ from ..kernel.combine import DENSE_BINNED
 from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
+from .rates import RATE_COUNTS, lay_out_rates
 from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, declared_dims, text
 
 __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
@@ -242,12 +243,15 @@ def assemble(
     options: Options,
     attrs: Mapping[str, Any] | None = None,
     pairs: Any = None,
+    rates: Any = None,
 ) -> xr.Dataset:
     """Lay every dataset's counts on shared coordinates and derive the metrics.
 
     ``pairs``: the run's residual pairs already in the Dataset's form with their statistics
     (:class:`pickscale.engine.pairs.PairColumns`: computed where the pairs are, possibly Dask arrays
     left on the cluster); by default the pairs of ``per_dataset``, laid out here.
+    ``rates``: the run's pick rates (:class:`pickscale.kernel.rates.PickRates`, SPEC §20), laid out on the
+    results' datasets and models; None: the results have none (a store written before them).
 
     Coordinates are sorted in code-point order.  Counts of a (dataset, model)
     or (dataset, station) that does not exist are 0, and the coverage
@@ -292,6 +296,11 @@ def assemble(
                                                   [per_dataset[d].models for d in datasets], models, options)
         data.update(event_data)
         coords.update(event_coords)
+    if rates is not None:  # SPEC §20: the pick rates, after everything else
+        rate_data, rate_coords = lay_out_rates(rates, datasets, models, options)
+        data.update(rate_data)
+        coords.update(rate_coords)
+        names = (*names, *RATE_COUNTS)
     ds = xr.Dataset({name: (declared_dims(name), data[name]) for name in names}, coords=coords)
     ds.attrs.update(dict(attrs or {}))
     ds.attrs["options"] = options.to_attrs()

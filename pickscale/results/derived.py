@@ -1,26 +1,28 @@
-"""Every SPEC metric derived from the counts, with plain xarray arithmetic.
+"""Every SPEC metric derived from the counts, as :mod:`pickscale.results.registry` declares it.
 
 Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
 curve readings (§7): the numpy kernels of :mod:`pickscale.metrics`, applied
-to station totals (``.sum("station")``, in canonical station order) through
-``xarray.apply_ufunc``.
+to station totals (``.sum("station")``, in canonical station order) on numpy
+arrays laid out as ``xarray.apply_ufunc`` would lay them, and the Dataset
+built in one ``assign`` (one alignment, not one per variable).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import xarray as xr
 
-from ..metrics import calibration, curves, detection, timing
+from ..metrics import curves, detection, timing
 from ..options import Options
+from .events import derive_events
+from .rates import derive_rates
+from .registry import FAMILIES, REGISTRY, Derived, Input, lay_out
 from .variables import describe, metric_name
 from .variables import residual_ns as residual_ns_of
 
 __all__ = ["derive", "edge_warnings", "concentration_warnings", "pair_statistics_of", "stored_statistics"]
-
-
-def _ufunc(func, *args):
-    return xr.apply_ufunc(func, *args)
 
 
 def derive(ds: xr.Dataset, *, options: Options,
@@ -29,7 +31,10 @@ def derive(ds: xr.Dataset, *, options: Options,
 
     Detection rates (§4), onset-time statistics (§5), calibration (§6) and the
     curve readings (§7), with ``best_on_edge`` (a boolean: the best threshold at
-    an end of the grid).  Results of a run (``ds.attrs`` holding the run's
+    an end of the grid), and the families of the options (§10, §13, §14, §19): each
+    variable as :data:`~pickscale.results.registry.REGISTRY` (or a family of
+    :data:`~pickscale.results.registry.FAMILIES`) declares it, evaluated on numpy arrays of
+    the station totals, and the Dataset built in one call.  Results of a run (``ds.attrs`` holding the run's
     ``warnings``) get a warning per model whose best is on an edge
     (:func:`edge_warnings`), added to that list and issued.  Metrics of a model absent from a dataset are NaN, and
     so is every metric that reads the reference in a (dataset, phase) without
@@ -44,62 +49,43 @@ def derive(ds: xr.Dataset, *, options: Options,
     :func:`concentration_warnings`).
     """
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
-    present = ds.model_present
-    tot = {k: ds[k].sum("station") for k in ("emitted", "matched", "duplicates", "swapped")}
-    n_ref = ds.n_reference.sum("station")
-    out: dict[str, xr.DataArray] = {}
-
-    out["recall"] = _ufunc(detection.recall, tot["matched"], n_ref)
-    out[lb("precision_lb")] = _ufunc(detection.precision, tot["matched"], tot["emitted"], n_ref)
-    out[lb("f1_lb")] = _ufunc(detection.f1, tot["matched"], n_ref, tot["emitted"])
-    out["extra_rate"] = _ufunc(detection.extra_rate, tot["emitted"], tot["matched"], n_ref)
-    out["duplicate_rate"] = _ufunc(detection.duplicate_rate, tot["duplicates"], tot["matched"])
-    out["swap_rate"] = _ufunc(
-        detection.swap_rate,
-        tot["swapped"].sel(phase="P", drop=True), tot["swapped"].sel(phase="S", drop=True),
-        n_ref.sel(phase="P", drop=True), n_ref.sel(phase="S", drop=True),
-    )
-
     stats = statistics if statistics is not None else pair_statistics_of(ds, options)
-    out.update(_timing(stats["sweep"]))
-
-    cal_n, cal_conf, cal_hits = (ds[k].sum("station") for k in ("cal_n", "cal_conf", "cal_hits"))
-    bins = [["bin"]] * 3
-    # mean_conf is the model's own (kept without arrivals); observed_lb, ece_lb and brier_lb read the hits.
-    _, out["mean_conf"], out[lb("observed_lb")] = xr.apply_ufunc(
-        calibration.reliability, cal_n, cal_conf, cal_hits, n_ref,
-        input_core_dims=[*bins, []], output_core_dims=bins,
-    )
-    out[lb("ece_lb")] = xr.apply_ufunc(calibration.ece, cal_n, cal_conf, cal_hits, n_ref,
-                                       input_core_dims=[*bins, []])
-    out[lb("brier_lb")] = _ufunc(calibration.brier, ds.brier_sum.sum("station"), cal_n.sum("bin"), n_ref)
-
-    out.update(_readings(ds, options, tot, n_ref, out))
-    if "matched_over_time" in ds:
-        # SPEC §10: at the shared threshold, per time bin, over all stations.
-        matched_t = ds.matched_over_time.sum("station")
-        out["recall_over_time"] = _ufunc(detection.recall, matched_t, ds.n_reference_over_time.sum("station"))
-        # The dataset's n_reference, not the bin's: in a phase the reference marks, a bin's picks that find
-        # no arrival are extra picks as anywhere else; a phase it never marks has nothing to bound (SPEC §4).
-        out[lb("precision_lb_over_time")] = _ufunc(detection.precision, matched_t,
-                                                   ds.emitted_over_time.sum("station"), n_ref)
-    if "matched_at_tol" in ds:
-        out.update(_at_tols(ds, tot, n_ref, options, lb))
-
-    if "matched_by_group" in ds:
-        out.update(_by_group(ds, stats["by_group"]))
-    if "event_levels" in ds:  # SPEC §19
-        from .events import derive_events
-
-        out.update(derive_events(ds, options))
-
-    derived = xr.Dataset(out)
-    for name in derived.data_vars:
-        # Integer counts stay integers (0 for an absent model; model_present says so); flags stay booleans
-        # (best_on_edge is False for an absent model: its best_threshold is NaN).
-        if "model" in derived[name].dims and derived[name].dtype.kind == "f":
-            derived[name] = derived[name].where(present)
-    result = describe(ds.assign(derived.data_vars), options)
+    totals = _Totals(ds, options)
+    laid: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}  # canonical name -> (dims, values)
+    for name, entry in REGISTRY.items():
+        if entry.requires is None or entry.requires in ds:
+            laid[name] = _evaluate(entry, totals, laid, ds.sizes)
+    families = {"timing": _on(stats["sweep"], ("dataset", "model", "phase", "threshold"))}
+    families["readings"], budgets = _readings(ds, options, totals, laid)
+    if FAMILIES["timing_by_group"].requires in ds:  # SPEC §14
+        families["timing_by_group"] = _on({f"{name}_by_group": values for name, values in stats["by_group"].items()},
+                                          ("dataset", "model", "phase", "group"))
+    if FAMILIES["events"].requires in ds:  # SPEC §19
+        families["events"] = {name: (tuple(map(str, a.dims)), a.values)
+                              for name, a in derive_events(ds, options).items()}
+    if FAMILIES["rates"].requires in ds:  # SPEC §20
+        families["rates"] = {name: (tuple(map(str, a.dims)), a.values) for name, a in derive_rates(ds).items()}
+    # The Dataset's order: each family after the variable it follows (FAMILIES), as the metrics were always laid.
+    ordered: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+    for name, laid_out in laid.items():
+        ordered[name] = laid_out
+        for family_name, family in FAMILIES.items():
+            if family.after == name and family_name in families:
+                ordered.update(families[family_name])
+    for family_name, family in FAMILIES.items():
+        if family.after is None and family_name in families:
+            ordered.update(families[family_name])
+    present = np.asarray(ds.model_present.transpose("dataset", "model").values)
+    variables: dict[str, Any] = {}
+    for name, (dims, values) in ordered.items():
+        if "model" in dims and values.dtype.kind == "f":
+            # Integer counts stay integers (0 for an absent model; model_present says so); flags stay booleans
+            # (best_on_edge is False for an absent model: its best_threshold is NaN).
+            values = np.where(lay_out(present, ("dataset", "model"), dims), values, np.nan)
+        variables[lb(name)] = xr.Variable(dims, values)
+    if budgets is not None:  # several (SPEC §7): their own coordinate
+        variables["recall_at_budgets"] = xr.DataArray(variables["recall_at_budgets"], coords={"budgets": budgets})
+    result = describe(ds.assign(variables), options)
     if "warnings" in ds.attrs:
         # A run's results (assembly sets the run's warnings before deriving): the edges join its warnings, the
         # list the CLI prints and the store keeps.  Messages already there (the store's own, derived again on
@@ -237,15 +223,6 @@ def concentration_warnings(ds: xr.Dataset, mode: dict[str, np.ndarray]) -> list[
     return messages
 
 
-def _at_tols(ds: xr.Dataset, tot: dict[str, xr.DataArray], n_ref: xr.DataArray, options: Options,
-             lb) -> dict[str, xr.DataArray]:
-    """SPEC §13: recall and precision at the shared threshold for each tolerance of ``tols``, over all stations."""
-    matched_l = ds.matched_at_tol.sum("station")
-    emitted = options.at_shared(tot["emitted"], drop=True)
-    return {"recall_at_tol": _ufunc(detection.recall, matched_l, n_ref),
-            lb("precision_lb_at_tol"): _ufunc(detection.precision, matched_l, emitted, n_ref)}
-
-
 def pair_statistics_of(ds: xr.Dataset, options: Options) -> dict[str, dict[str, np.ndarray]]:
     """SPEC §5 and §14 statistics of the pairs ``ds`` holds, per stream (dataset, model, phase).
 
@@ -292,29 +269,74 @@ def stored_statistics(ds: xr.Dataset, options: Options) -> dict[str, dict[str, n
     return out
 
 
-def _timing(sweep: dict[str, np.ndarray]) -> dict[str, xr.DataArray]:
-    dims = ("dataset", "model", "phase", "threshold")
-    return {name: xr.DataArray(values, dims=dims) for name, values in sweep.items()}
+class _Totals:
+    """The counts of ``ds`` summed over stations, as (dims, numpy values), each made once when first read.
 
-
-def _by_group(ds: xr.Dataset, by_group: dict[str, np.ndarray]) -> dict[str, xr.DataArray]:
-    """SPEC §14: recall per group of arrivals, and the §5 statistics over each group's pairs, at the shared threshold.
-
-    No precision per group: emitted picks have no group.
+    The sums are xarray's (``.sum("station")``, in canonical station order), as the metrics were always
+    derived from; everything after them is numpy.
     """
-    out = {"recall_by_group": _ufunc(detection.recall, ds.matched_by_group.sum("station"),
-                                     ds.n_reference_by_group.sum("station"))}
-    dims = ("dataset", "model", "phase", "group")
-    out.update({f"{name}_by_group": xr.DataArray(values, dims=dims) for name, values in by_group.items()})
-    return out
+
+    def __init__(self, ds: xr.Dataset, options: Options) -> None:
+        self.ds, self.options = ds, options
+        self._sums: dict[str, xr.DataArray] = {}
+        self._phases = [str(p) for p in ds["phase"].values]
+
+    def total(self, name: str) -> xr.DataArray:
+        if name not in self._sums:
+            self._sums[name] = self.ds[name].sum("station")
+        return self._sums[name]
+
+    def read(self, given: Input) -> tuple[tuple[str, ...], np.ndarray]:
+        """One kernel input (:class:`~pickscale.results.registry.Input`) as (dims, values)."""
+        total = self.total(given.name)
+        if given.shared:  # each phase at its own shared threshold (SPEC §2)
+            total = self.options.at_shared(total, drop=True)
+        if given.over is not None:
+            total = total.sum(given.over)
+        dims, values = tuple(map(str, total.dims)), np.asarray(total.values)
+        if given.phase is not None:
+            axis = dims.index("phase")
+            values = np.take(values, self._phases.index(given.phase), axis=axis)
+            dims = dims[:axis] + dims[axis + 1:]
+        return dims, values
 
 
-def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
-    lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
+def _evaluate(entry: Derived, totals: _Totals, laid: dict[str, tuple[tuple[str, ...], np.ndarray]],
+              sizes: Any) -> tuple[tuple[str, ...], np.ndarray]:
+    """One :class:`~pickscale.results.registry.Derived` variable: its kernel on its inputs laid out on its dims.
+
+    The inputs get the axes ``xarray.apply_ufunc`` would give them (the variable's dims, size 1 where an input
+    lacks one, the core dim last), so every number is the kernel's on the same values, bit for bit.
+    """
+    dims = entry.variable.dims
+    outer = tuple(d for d in dims if d != entry.core)
+    args = []
+    for given in entry.inputs:
+        in_dims, values = laid[given.name] if given.name in laid else totals.read(given)
+        target = outer + (entry.core,) if entry.core is not None and entry.core in in_dims else outer
+        args.append(lay_out(values, in_dims, target))
+    out = entry.func(*args)
+    values = np.asarray(out if entry.output is None else out[entry.output])
+    shape = tuple(sizes[d] for d in dims)
+    if values.shape != shape:  # an axis no input had at its full size (none today): as xarray would hold it
+        values = np.array(np.broadcast_to(values, shape))
+    return dims, values
+
+
+def _on(arrays: dict[str, np.ndarray], dims: tuple[str, ...]) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    return {name: (dims, np.asarray(values)) for name, values in arrays.items()}
+
+
+def _readings(ds: xr.Dataset, options: Options, totals: _Totals,
+              laid: dict[str, tuple[tuple[str, ...], np.ndarray]],
+              ) -> tuple[dict[str, tuple[tuple[str, ...], np.ndarray]], np.ndarray | None]:
+    """SPEC §7's readings (the ``readings`` family): of the fine curve and of the grid's f1, recall and
+    precision, per (dataset, model, phase) present; with several budgets also the ``budgets`` coordinate."""
     nd, nm = ds.sizes["dataset"], ds.sizes["model"]
     present = ds.model_present.values
-    emitted_floor = tot["emitted"].isel(threshold=0).values  # (d, m, p)
-    n_ref_v = n_ref.values  # (d, p)
+    dmpt = ("dataset", "model", "phase", "threshold")
+    emitted_floor = totals.total("emitted").transpose(*dmpt).values[..., 0]  # (d, m, p)
+    n_ref_v = totals.total("n_reference").transpose("dataset", "phase").values  # (d, p)
     budget = np.zeros((nd, 2), dtype=np.int64)
     for d in range(nd):
         for p in range(2):
@@ -322,12 +344,10 @@ def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
                 budget[d, p] = options.budgets[0]
             else:
                 budget[d, p] = curves.default_budget(n_ref_v[d, p], emitted_floor[d, present[d], p])
-    names = ("recall_at_budget", "best_threshold", lb("f1_lb_at_best"), "recall_at_best", lb("precision_lb_at_best"))
+    names = ("recall_at_budget", "best_threshold", "f1_lb_at_best", "recall_at_best", "precision_lb_at_best")
     values = {name: np.full((nd, nm, 2), np.nan) for name in names}
     fe, fm = ds.fine_emitted.values, ds.fine_matched.values
-    f1v = out[lb("f1_lb")].transpose("dataset", "model", "phase", "threshold").values
-    recv = out["recall"].transpose("dataset", "model", "phase", "threshold").values
-    precv = out[lb("precision_lb")].transpose("dataset", "model", "phase", "threshold").values
+    f1v, recv, precv = (lay_out(laid[n][1], laid[n][0], dmpt) for n in ("f1_lb", "recall", "precision_lb"))
     for d in range(nd):
         for m in range(nm):
             if not present[d, m]:
@@ -339,14 +359,15 @@ def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
                 best = curves.best_threshold(options.grid, f1v[d, m, p], recv[d, m, p], precv[d, m, p])
                 for name, v in zip(names[1:], best):
                     values[name][d, m, p] = v
-    result = {name: xr.DataArray(v, dims=("dataset", "model", "phase")) for name, v in values.items()}
+    dmp = ("dataset", "model", "phase")
+    result = _on(values, dmp)
     # SPEC §7: the best threshold at an end of the grid says only that the grid stopped there.
-    result["best_on_edge"] = xr.DataArray(curves.best_on_edge(options.grid, values["best_threshold"]),
-                                          dims=("dataset", "model", "phase"))
-    result["budget"] = xr.DataArray(budget, dims=("dataset", "phase"))
+    result["best_on_edge"] = (dmp, curves.best_on_edge(options.grid, values["best_threshold"]))
+    result["budget"] = (("dataset", "phase"), budget)
+    several = None
     if len(options.budgets) > 1:
         # Several budgets (SPEC §7): recall_at_budget at each, dim ``budgets`` (ascending).
-        several = sorted(options.budgets)
+        several = np.asarray(sorted(options.budgets), dtype=np.int64)
         at = np.full((nd, nm, 2, len(several)), np.nan)
         for d in range(nd):
             for m in range(nm):
@@ -354,12 +375,6 @@ def _readings(ds, options, tot, n_ref, out) -> dict[str, xr.DataArray]:
                     for p in range(2):
                         for k, b in enumerate(several):
                             at[d, m, p, k] = curves.recall_at_budget(fe[d, m, p], fm[d, m, p], n_ref_v[d, p], b)
-        result["recall_at_budgets"] = xr.DataArray(
-            at, dims=("dataset", "model", "phase", "budgets"),
-            coords={"budgets": np.asarray(several, dtype=np.int64)})
-    result[lb("ap_lb")] = xr.DataArray(
-        curves.average_precision(fe, fm, n_ref_v[:, None, :]), dims=("dataset", "model", "phase")
-    )
-    return result
-
-
+        result["recall_at_budgets"] = ((*dmp, "budgets"), at)
+    result["ap_lb"] = (dmp, curves.average_precision(fe, fm, n_ref_v[:, None, :]))
+    return result, several

@@ -46,6 +46,7 @@ from ..kernel.bins import bin_edges
 from ..kernel.combine import DENSE_BINNED
 from ..options import Options
 from .assembly import DatasetCounts, assemble, counts_from_stack
+from .rates import merged_rates
 from .variables import STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
 
@@ -341,4 +342,5 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
         shares = stream_shares(stored, new, replaced=replaced or {}, datasets=datasets, models=models,
                                stations=stations)
         pairs = streams(shares, len(datasets), len(models))
-    return assemble(per_dataset, options=options, attrs=out_attrs, pairs=pairs)
+    rates = merged_rates(stored, new, replaced=replaced)  # SPEC §20: picks added, days united
+    return assemble(per_dataset, options=options, attrs=out_attrs, pairs=pairs, rates=rates)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["text", "Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
            "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "TOLERANCED", "metric_name",
            "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES", "residual_ns", "EVENTS", "EVENT_COUNTS",
-           "EVENT_VARIABLES", "declared_dims"]
+           "EVENT_VARIABLES", "RATE_VARIABLES", "RATE_COUNTS", "RATE_ATTRS", "declared_dims"]
 
 
 def residual_ns(seconds: Any) -> np.ndarray:
@@ -320,6 +320,29 @@ EVENT_ATTRS = {"event": {"long_name": "event", "description": "The reference's e
                "event_rank": {"long_name": "rank of detection level", "description": "0 for the highest of an "
                               "event's detection levels, up to event_min_arrivals - 1 (SPEC §19)."}}
 
+#: Pick rates (SPEC §20).
+_BY_RATE_STATION = ("dataset", "model", "phase", "threshold", "rate_station")
+#: The pick-rate variables (SPEC §20), declared apart from :data:`VARIABLES`: only results that counted pick
+#: rates have them (every run since they exist; a store written before: none).
+RATE_VARIABLES: dict[str, Variable] = {
+    "rate_picks": Variable(_BY_RATE_STATION, "picks at the station", "1",
+                           "Picks of the model at the station with conf >= threshold: every pick read at or above "
+                           "the floor, whatever the scope (SPEC §20); 0 where the model has none there."),
+    "rate_day": Variable(("dataset", "model", "rate_station", "day"), "picked on the day", "1",
+                         "Whether the model has a pick (any phase, at or above the floor) at the station on that "
+                         "UTC day (SPEC §20)."),
+    "rate_days": Variable(("dataset", "model", "rate_station"), "days with picks", "d",
+                          "UTC days on which the model has a pick at the station, any phase (SPEC §20)."),
+    "picks_per_day": Variable(_BY_RATE_STATION, "picks per day", "1/d",
+                              "rate_picks / rate_days (SPEC §20); NaN where the model has no pick at the station."),
+}
+#: The stored pick-rate counts (what ``rate_days`` and ``picks_per_day`` are derived from).
+RATE_COUNTS: tuple[str, ...] = ("rate_picks", "rate_day")
+#: The ``rate_station`` and ``day`` coordinates' attributes.
+RATE_ATTRS = {"rate_station": {"long_name": "station with picks", "description": "Every station with a pick of a "
+                               "dataset and model of the results, scored or not (SPEC §20), in code-point order."},
+              "day": {"long_name": "UTC day", "description": "Every UTC day (its midnight) with a pick (SPEC §20)."}}
+
 #: The per-station counts of the Dataset: the kernel's per-station fields (less ``n_reference``, which has no
 #: model axis), with the dims between ``dataset`` and ``station``.  ``n_reference_over_time`` is one of them
 #: although it has no model axis.  The exact sums (``cal_conf_limbs``, ``conf_sq_sums``, ``hit_conf_limbs``;
@@ -330,14 +353,18 @@ STATION_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def declared_dims(name: str) -> tuple[str, ...]:
-    """The declared dims of a variable of :data:`VARIABLES` or of :data:`EVENT_VARIABLES` (SPEC §19).
+    """The declared dims of a variable of :data:`VARIABLES`, :data:`EVENT_VARIABLES` (SPEC §19) or
+    :data:`RATE_VARIABLES` (SPEC §20).
 
     Examples
     --------
     >>> declared_dims("event_levels"), declared_dims("n_reference")
     (('dataset', 'event', 'model', 'phase', 'event_rank'), ('dataset', 'phase', 'station'))
     """
-    return (EVENT_VARIABLES[name] if name in EVENT_VARIABLES else VARIABLES[name]).dims
+    for declared in (EVENT_VARIABLES, RATE_VARIABLES):
+        if name in declared:
+            return declared[name].dims
+    return VARIABLES[name].dims
 
 
 def metric_name(name: str, exhaustive: bool) -> str:
@@ -352,27 +379,35 @@ def metric_name(name: str, exhaustive: bool) -> str:
 
 
 def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
-    """Set every variable's and coordinate's ``long_name``, ``units`` and ``description`` (in place)."""
+    """Set every variable's and coordinate's ``long_name``, ``units`` and ``description`` (in place).
+
+    On ``ds.variables`` (the variables themselves, whose ``attrs`` ``ds[name].attrs`` are): no DataArray is
+    made per name.
+    """
+    variables = ds.variables
     for canonical, variable in {**VARIABLES, **OPTIONAL_VARIABLES}.items():
         name = metric_name(canonical, options.exhaustive)
         if name in ds.variables:
             attrs = variable.attrs
             if options.exhaustive:
                 attrs["long_name"] = attrs["long_name"].replace(" (lower bound)", "")
-            ds[name].attrs.update(attrs)
+            variables[name].attrs.update(attrs)
     for name, coordinate in COORDINATES.items():
-        ds[name].attrs.update(coordinate.attrs)
+        variables[name].attrs.update(coordinate.attrs)
     for name, coordinate in OPTIONAL_COORDINATES.items():
         if name in ds.coords:
-            ds[name].attrs.update(coordinate.attrs)
+            variables[name].attrs.update(coordinate.attrs)
     if "time_bin" in ds.coords:
-        ds["time_bin"].attrs.update(TIME_BIN_ATTRS)
+        variables["time_bin"].attrs.update(TIME_BIN_ATTRS)
     if "group" in ds.coords:
-        ds["group"].attrs.update(GROUP_ATTRS)
+        variables["group"].attrs.update(GROUP_ATTRS)
     for name, variable in EVENT_VARIABLES.items():  # SPEC §19
         if name in ds.variables:
-            ds[name].attrs.update(variable.attrs)
-    for name, attrs in EVENT_ATTRS.items():  # SPEC §19
+            variables[name].attrs.update(variable.attrs)
+    for name, variable in RATE_VARIABLES.items():  # SPEC §20
+        if name in ds.variables:
+            variables[name].attrs.update(variable.attrs)
+    for name, attrs in {**EVENT_ATTRS, **RATE_ATTRS}.items():  # SPEC §19, §20
         if name in ds.coords:
-            ds[name].attrs.update(attrs)
+            variables[name].attrs.update(attrs)
     return ds

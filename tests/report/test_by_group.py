@@ -58,7 +58,7 @@ def test_groups_add_up_and_six_tables_unchanged(runs):
     assert (grouped.n_reference_by_group.sum("group") == grouped.n_reference).all()
     assert int(grouped.n_by_group.sum()) == int(grouped.n.sel(threshold=k).sum())
     a, b = pickscale.tables(plain), pickscale.tables(grouped)
-    assert list(a) == list(TABLE_NAMES) and list(b) == [*TABLE_NAMES, "by_group"]
+    assert list(a) == [*TABLE_NAMES, "pick_rates"] and list(b) == [*TABLE_NAMES, "by_group", "pick_rates"]
     for name in TABLE_NAMES:
         assert to_csv_bytes(a[name]) == to_csv_bytes(b[name]), name
     # Without group_by: no new variable, coordinate or attribute.

@@ -136,7 +136,7 @@ def test_same_colour_for_a_model_in_every_figure(demo_figures):
 # ----------------------------------------------------------------- the demo
 
 def test_every_figure_is_a_figure_with_a_caption(demo_figures):
-    assert list(demo_figures) == list(plot.FIGURES)
+    assert list(demo_figures) == [*plot.FIGURES, "pick_rates"]  # every run has pick rates (SPEC §20)
     for name, fig in demo_figures.items():
         assert isinstance(fig, Figure)
         assert caption(fig), f"{name} has no caption-like title"
@@ -275,7 +275,7 @@ def test_no_lower_bound_suffix_when_exhaustive(demo_exhaustive, exhaustive_figur
 
 def test_save_figures_writes_valid_pngs(demo, tmp_path):
     paths = plot.save_figures(demo, tmp_path / "figs", dpi=60)
-    assert [p.name for p in paths] == [f"{n}.png" for n in plot.FIGURES]
+    assert [p.name for p in paths] == [f"{n}.png" for n in (*plot.FIGURES, "pick_rates")]
     for p in paths:
         data = p.read_bytes()
         assert len(data) > 1000

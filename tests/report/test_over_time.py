@@ -63,7 +63,7 @@ def test_bins_add_up_and_six_tables_unchanged(runs):
     assert (binned.matched_over_time.sum("time_bin") == binned.matched.sel(threshold=k)).all()
     assert (binned.n_reference_over_time.sum("time_bin") == binned.n_reference).all()
     a, b = pickscale.tables(plain), pickscale.tables(binned)
-    assert list(a) == list(TABLE_NAMES) and list(b) == [*TABLE_NAMES, "over_time"]
+    assert list(a) == [*TABLE_NAMES, "pick_rates"] and list(b) == [*TABLE_NAMES, "over_time", "pick_rates"]
     for name in TABLE_NAMES:
         assert to_csv_bytes(a[name]) == to_csv_bytes(b[name]), name
     # No time bin: no new variable, coordinate or attribute.

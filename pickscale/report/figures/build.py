@@ -16,7 +16,7 @@ import matplotlib as mpl
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..names import FIGURES, GROUP_FIGURES, TIME_BIN_FIGURES, TOLERANCE_FIGURES
+from ..names import EVENT_FIGURES, FIGURES, GROUP_FIGURES, RATE_FIGURES, TIME_BIN_FIGURES, TOLERANCE_FIGURES
 from .by_group import has_groups, recall_by_group
 from .calibration import reliability
 from .detection import operating_curves, recall_treatments
@@ -24,6 +24,7 @@ from .events import event_detection, has_events
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
 from .processes import draw_all, figure_processes
+from .rates import has_rates, pick_rates
 from .station_recall import stations
 from .style import STYLE
 from .tolerance import has_tols, recall_vs_tolerance
@@ -42,19 +43,21 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
     "recall_vs_tolerance": recall_vs_tolerance,
     "recall_by_group": recall_by_group,
     "event_detection": event_detection,  # SPEC §19 (figures/events.py)
+    "pick_rates": pick_rates,  # SPEC §20 (figures/rates.py)
 }
 
 
 def figure_names(ds: xr.Dataset) -> list[str]:
     """The figures :func:`save_figures` writes for ``ds`` by default: :data:`FIGURES`, then those of time bins,
-    tolerances and groups when ``ds`` has them."""
+    tolerances, groups, events and pick rates when ``ds`` has them."""
     return _default_names(ds)
 
 
 def _default_names(ds: xr.Dataset) -> list[str]:
-    """:data:`FIGURES`, then those of time bins when ``ds`` has them."""
+    """:data:`FIGURES`, then those of each family ``ds`` has, in :mod:`pickscale.report.names`'s order."""
     return [*FIGURES, *(TIME_BIN_FIGURES if has_time_bins(ds) else ()), *(TOLERANCE_FIGURES if has_tols(ds) else ()),
-            *(GROUP_FIGURES if has_groups(ds) else ()), *(("event_detection",) if has_events(ds) else ())]
+            *(GROUP_FIGURES if has_groups(ds) else ()), *(EVENT_FIGURES if has_events(ds) else ()),
+            *(RATE_FIGURES if has_rates(ds) else ())]
 
 
 def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, Figure]:
@@ -79,9 +82,9 @@ def figures(ds: xr.Dataset, *, names: Sequence[str] | None = None) -> dict[str, 
     >>> figs = pickscale.report.figures.figures(ds, names=["timing", "stations"])  # ds: the demo results
     >>> {name: type(fig).__name__ for name, fig in figs.items()}
     {'timing': 'Figure', 'stations': 'Figure'}
-    >>> figure_names(ds)  # the default: FIGURES, then those of time bins, tolerances and groups
+    >>> figure_names(ds)  # the default: FIGURES, then those of time bins, tolerances, groups and pick rates
     ['recall_treatments', 'operating_curves', 'timing', 'residuals', 'reliability', 'stations',
-     'recall_over_time', 'recall_vs_tolerance', 'recall_by_group']
+     'recall_over_time', 'recall_vs_tolerance', 'recall_by_group', 'pick_rates']
     """
     chosen = _default_names(ds) if names is None else list(names)
     unknown = [n for n in chosen if n not in _BUILDERS]

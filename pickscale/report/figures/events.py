@@ -17,7 +17,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, caption, empty_note, fmt_theta, footnote, model_colors, model_styles, styled
+from .style import (
+    MAX_MODELS,
+    caption,
+    fmt_theta,
+    footnote,
+    model_colors,
+    model_legend,
+    model_styles,
+    panel_grid,
+    styled,
+)
 
 __all__ = ["EventPanel", "event_rows", "event_detection", "has_events"]
 
@@ -90,17 +100,10 @@ def event_detection(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> F
     colors = model_colors(names_of(ds["model"].values))
     styles = model_styles(names_of(ds["model"].values))
     options = options_of(ds)
-    n = max(len(panels), 1)
-    cols = min(n, 4)
-    rows = -(-n // cols)
-    fig = Figure(figsize=(min(3.6 * cols, 16.0), 3.4 * rows + 0.6), layout="constrained")
-    if not panels:
-        empty_note(fig.add_subplot(1, 1, 1), "no event with a scored arrival")
+    fig, axes, cols = panel_grid(len(panels), width=3.6, height=3.4, extra=0.6, per_row=4,
+                                 empty="no event with a scored arrival")
     handles: dict[str, Line2D] = {}
-    first = None
-    for i, panel in enumerate(panels):
-        ax = fig.add_subplot(rows, cols, i + 1, sharey=first)
-        first = first or ax
+    for i, (panel, ax) in enumerate(zip(panels, axes)):
         for model, rate in panel.rate.items():
             (line,) = ax.plot(panel.thresholds, rate, color=colors[model], linestyle=styles[model], linewidth=1.2,
                               label=model)
@@ -114,9 +117,7 @@ def event_detection(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> F
         ax.grid(True, axis="y")
         if i % cols == 0:
             ax.set_ylabel("share of events detected")
-    legend = None
-    if handles:
-        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
+    legend = model_legend(fig, handles)
     caption(fig, f"An event is detected when at least {options.event_min_arrivals} of its scored arrivals are "
                  f"matched at that threshold (both phases at it); dotted: the shared threshold "
                  f"{fmt_theta(options.threshold)}.", legend)

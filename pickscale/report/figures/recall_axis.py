@@ -26,6 +26,7 @@ from .style import (
     fmt_theta,
     footnote,
     model_colors,
+    model_legend,
     model_markers,
     model_styles,
 )
@@ -113,11 +114,7 @@ def draw_recall_panels(
         for label in bottom.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
-    legend = None
-    if handles:
-        legend = fig.legend([*handles.values(), *extra_handles],
-                            [*handles, *(str(h.get_label()) for h in extra_handles)],
-                            loc="outside right upper", fontsize=7.5)
+    legend = model_legend(fig, handles, extra_handles)
     caption(fig, describe(theta), legend)
     footnote(fig, list(notes))
     return fig

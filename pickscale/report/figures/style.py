@@ -58,6 +58,8 @@ __all__ = [
     "model_handles",
     "legend_cols",
     "text_color",
+    "panel_grid",
+    "model_legend",
     "count_label",
     "empty_note",
 ]
@@ -344,3 +346,50 @@ def empty_note(ax: Axes, text: str) -> None:
     ax.set_yticks([])
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
+
+
+def panel_grid(n: int, *, width: float, height: float, extra: float = 0.0, per_row: int | None = None,
+               empty: str) -> tuple[Figure, list[Axes], int]:
+    """A figure of ``n`` panels, ``per_row`` a row (default: one row), each sharing its y axis with the first.
+
+    The figure is ``width`` per column (16 in at most) by ``height`` per row plus ``extra``; without panels, one
+    place that says ``empty``.  The figures of one line per model per panel (recall against the tolerance,
+    event detection against the threshold) lay their panels out with it.
+
+    Parameters
+    ----------
+    n : int
+        Panels.
+    width, height : float
+        Inches per column and per row.
+    extra : float
+        Inches added to the height (the caption's and footnote's room).
+    per_row : int, optional
+        Panels per row, at most.
+    empty : str
+        What the figure says when there is no panel.
+
+    Returns
+    -------
+    (Figure, list of Axes, int)
+        The figure, the ``n`` axes in panel order, and the number of columns.
+    """
+    places = max(n, 1)
+    cols = places if per_row is None else min(places, per_row)
+    rows = -(-places // cols)
+    fig = Figure(figsize=(min(width * cols, 16.0), height * rows + extra), layout="constrained")
+    if not n:
+        empty_note(fig.add_subplot(1, 1, 1), empty)
+    axes: list[Axes] = []
+    for i in range(n):
+        axes.append(fig.add_subplot(rows, cols, i + 1, sharey=axes[0] if axes else None))
+    return fig, axes, cols
+
+
+def model_legend(fig: Figure, handles: Mapping[str, Artist], extra: Sequence[Artist] = ()) -> Any:
+    """The legend of the models drawn (one handle each, in the order drawn) and ``extra`` handles after them,
+    right of the panels; None when nothing was drawn."""
+    if not handles:
+        return None
+    return fig.legend([*handles.values(), *extra], [*handles, *(str(h.get_label()) for h in extra)],
+                      loc="outside right upper", fontsize=7.5)

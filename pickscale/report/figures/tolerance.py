@@ -16,7 +16,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, caption, empty_note, fmt_theta, footnote, model_colors, model_styles, styled
+from .style import (
+    MAX_MODELS,
+    caption,
+    fmt_theta,
+    footnote,
+    model_colors,
+    model_legend,
+    model_styles,
+    panel_grid,
+    styled,
+)
 
 __all__ = ["TolerancePanel", "tolerance_rows", "recall_vs_tolerance", "has_tols"]
 
@@ -83,16 +93,10 @@ def recall_vs_tolerance(ds: xr.Dataset, *, models: Sequence[str] | None = None) 
     colors = model_colors(names_of(ds["model"].values))
     styles = model_styles(names_of(ds["model"].values))
     options = options_of(ds)
-    n = max(len(panels), 1)
-    fig = Figure(figsize=(min(3.6 * n, 16.0), 3.8), layout="constrained")
+    fig, axes, _ = panel_grid(len(panels), width=3.6, height=3.8, empty="no reference arrival")
     theta = fmt_theta(options.threshold)
-    if not panels:
-        empty_note(fig.add_subplot(1, 1, 1), "no reference arrival")
     handles: dict[str, Line2D] = {}
-    first = None
-    for i, panel in enumerate(panels):
-        ax = fig.add_subplot(1, n, i + 1, sharey=first)
-        first = first or ax
+    for i, (panel, ax) in enumerate(zip(panels, axes)):
         for model, recall in panel.recall.items():
             (line,) = ax.plot(panel.tols, recall, color=colors[model], linestyle=styles[model], marker="o",
                               markersize=3, linewidth=1.2, label=model)
@@ -105,9 +109,7 @@ def recall_vs_tolerance(ds: xr.Dataset, *, models: Sequence[str] | None = None) 
         ax.grid(True, axis="y")
         if i == 0:
             ax.set_ylabel(f"recall: share of arrivals found\n(at threshold {theta})")
-    legend = None
-    if handles:
-        legend = fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7.5)
+    legend = model_legend(fig, handles)
     caption(fig, f"Recall at the shared threshold {theta} against the detection tolerance (one matching per "
                  f"tolerance); dotted: the run's tol {options.tol:g} s.", legend)
     footnote(fig, [note])

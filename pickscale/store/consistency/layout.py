@@ -98,3 +98,24 @@ def _check_layout(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None
     for name in ("cal_conf_limbs", "conf_sq_sums", "hit_conf_limbs"):  # optional: stores before exact sums
         if name in ds.variables and (ds[name].dims != VARIABLES[name].dims or ds[name].dtype.kind not in "iu"):
             raise _bad_variable(store, ds, name, f"is not integers on dims {VARIABLES[name].dims}")
+    _check_rates(store, ds)
+
+
+def _check_rates(store: pathlib.Path, ds: xr.Dataset) -> None:
+    """SPEC §20's counts, optional (a store written before pick rates has none): both or neither, on their
+    dims, of their types, on a sorted ``rate_station`` and ascending ``day``."""
+    from ...results.variables import RATE_COUNTS, RATE_VARIABLES
+
+    present = [name for name in RATE_COUNTS if name in ds.variables]
+    if not present:
+        return
+    for name in RATE_COUNTS:
+        if name not in ds.variables:
+            raise _bad_variable(store, ds, name, f"is missing although {present[0]} is there (SPEC §20)")
+        want, kind = RATE_VARIABLES[name].dims, "b" if name == "rate_day" else "iu"
+        if ds[name].dims != want or ds[name].dtype.kind not in kind:
+            raise _bad_variable(store, ds, name, f"is not {'booleans' if kind == 'b' else 'integers'} on dims {want}")
+    _labels(store, ds, "rate_station")
+    days = np.asarray(ds["day"].values)
+    if days.dtype.kind != "M" or (days.size > 1 and not (np.diff(days) > np.timedelta64(0)).all()):
+        raise _bad_variable(store, ds, "day", "is not strictly ascending times (the UTC days with a pick)")

@@ -45,8 +45,10 @@ def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options, *, pai
     stored, and every other reading is compared.
     """
     from ...results.derived import derive, stored_statistics
+    from ...results.variables import RATE_COUNTS
 
-    names = [name for name in _count_names(options) if name in ds.variables]
+    # (SPEC §20's counts are optional: a store written before pick rates has none, nor their readings)
+    names = [name for name in (*_count_names(options), *RATE_COUNTS) if name in ds.variables]
     counts = ds[names].copy(deep=False)
     counts.attrs = {}  # not a run: derive adds no warnings (the store's are in its attributes already)
     derived = derive(counts, options=options, statistics=None if pairs else stored_statistics(ds, options))
