@@ -21,14 +21,13 @@ arrivals, which travel with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from dask import delayed
 
-from .scoring import score_partition, score_shuffled
+from .scoring import Piece, score_partition, score_shuffled
 
 if TYPE_CHECKING:
     from .parts import PickPart
@@ -40,24 +39,6 @@ __all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece",
 DIRECT_EDGES = 4096
 #: Arrivals per partition of the arrivals' frame in the shuffle.
 _ARRIVALS_PER_PART = 1_000_000
-
-
-@dataclass
-class Piece:
-    """The picks of one part that belong to one work partition, as integer codes, sorted by unit.
-
-    Rows of unit ``units[i]`` are the ``counts[i]`` rows after those of the
-    units before it; so a pick costs 13–15 bytes here (no per-row unit).
-    """
-
-    units: np.ndarray  # int64: the work units present, ascending
-    counts: np.ndarray  # int64: rows per unit
-    group: np.ndarray  # int8 or int16: model index * 2 + phase code
-    time: np.ndarray  # int64 ns
-    conf: np.ndarray  # float32 or float64
-
-    def __len__(self) -> int:
-        return int(self.time.size)
 
 
 def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:

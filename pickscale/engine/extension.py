@@ -23,15 +23,15 @@ import pathlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..options import Options
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
-from .extent import arrival_spans, capturing, facts_of, reference_digest
+from .extent import arrival_spans, facts_of, reference_digest
 from .pairs import PairColumns, is_current, streams_of
-from .run import score
+from .run import run_keywords
+from .stages import execute, finalize, prepare
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -175,10 +175,11 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     if missing or not isinstance(stored.attrs.get("extent"), dict):
         raise StoreError("the store holds no exact sums or extent: an earlier pickscale wrote it, so it cannot be "
                          "extended exactly; score all the inputs again with `pickscale score`.")
-    with capturing() as sink:
-        new = score(reference, picks, **arguments)
-    reference_rows = pd.concat(sink, ignore_index=True) if sink else pd.DataFrame(
-        {"dataset": [], "station": [], "phase": [], "time": np.zeros(0, np.int64)})
+    # The run's stages, keeping the normalised reference: the arrivals are checked against the store's.
+    run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)
+    new = finalize(run, execute(run))
+    reference_rows = run.reference
+    assert reference_rows is not None  # (kept: keep_reference)
     same, replaced = _check_extent(stored, new, reference_rows, replace=replace)
     attrs = {k: v for k, v in stored.attrs.items() if k not in ("options", "bootstrap")}
     attrs["extent"] = _merged_extent(stored.attrs["extent"], new.attrs["extent"], replaced)

@@ -13,8 +13,8 @@ stretch and scored station, the first and last scored arrival
 ``models[d][m]``
     the ``[first pick, last pick]`` spans of model ``m`` in dataset ``d``.
 
-:func:`pickscale.extend` also needs the new run's normalised reference (to compare it with the one stored):
-:func:`pickscale.score` hands it to :func:`capture_reference`, kept only inside :func:`capturing`.
+:func:`pickscale.extend` also compares the new run's normalised reference with the one stored: it keeps it
+from the run's :func:`~pickscale.engine.stages.prepare` (:attr:`~pickscale.engine.stages.Run.reference`).
 
 Examples
 --------
@@ -27,37 +27,15 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["facts_of", "reference_digest", "arrival_spans", "capture_reference", "capturing"]
-
-_CAPTURE: contextvars.ContextVar[list | None] = contextvars.ContextVar("pickscale_extend_capture", default=None)
-
-
-def capture_reference(frame: pd.DataFrame) -> None:
-    """Called by :func:`pickscale.score` with the normalised reference: kept while :func:`extended` runs."""
-    sink = _CAPTURE.get()
-    if sink is not None:
-        sink.append(frame)
-
-
-@contextlib.contextmanager
-def capturing() -> Iterator[list]:
-    sink: list = []
-    token = _CAPTURE.set(sink)
-    try:
-        yield sink
-    finally:
-        _CAPTURE.reset(token)
-
+__all__ = ["facts_of", "reference_digest", "arrival_spans"]
 
 def _rows_of(frame: pd.DataFrame, dataset: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """A dataset's rows as (its distinct station names sorted, each row's index into them, phase, time).

@@ -8,9 +8,9 @@ and :func:`pickscale.results.selection.attach` adds the readings of the report p
 choice.
 
 A part is read as the whole is -- the same read tasks -- with one filter applied to each task's rows on the
-worker that read them (:func:`restrict`, called by :func:`pickscale.engine.run.score` while a part is being
-scored): nothing of the inputs is gathered on the client, and a row's part depends on its own time (or its
-dataset and station) alone, never on row order or partitioning.
+worker that read them (:meth:`Part.restrict`, called by :func:`pickscale.engine.stages.prepare` of a part):
+nothing of the inputs is gathered on the client, and a row's part depends on its own time (or its dataset and
+station) alone, never on row order or partitioning.
 
 Examples
 --------
@@ -24,8 +24,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import hashlib
 import math
@@ -43,9 +41,9 @@ if TYPE_CHECKING:
     import xarray as xr
 
     from .inputs import Source
+    from .stages import Keywords
 
-__all__ = ["SelectOn", "Part", "parse_select_on", "selected_stations", "restrict", "scoring_part",
-           "score_out_of_sample"]
+__all__ = ["SelectOn", "Part", "parse_select_on", "selected_stations", "score_out_of_sample"]
 
 _FORMS = "'before:DATE' (e.g. before:2024-01-01) or 'stations:FRACTION[:SEED]' (e.g. stations:0.5 or stations:0.5:3)"
 
@@ -152,6 +150,17 @@ class Part:
             chosen = _in_selection(dataset, station, self.stations or {})
         return chosen if self.side == "select" else ~chosen
 
+    def restrict(self, ref_src: Source, pick_src: Source) -> tuple[Source, Source]:
+        """The inputs' read tasks, each followed by this part's filter (:meth:`keep`) of its rows, applied on
+        the worker that read them (:func:`pickscale.engine.stages.prepare` of a part)."""
+        from dask import delayed
+
+        shared = delayed(self, pure=True, traverse=False)
+        return (dataclasses.replace(ref_src, parts=[delayed(_reference_part, pure=True)(p, shared)
+                                                    for p in ref_src.parts]),
+                dataclasses.replace(pick_src, parts=[delayed(_pick_part, pure=True)(p, shared)
+                                                     for p in pick_src.parts]))
+
 
 def _codes(values: Any) -> tuple[np.ndarray, np.ndarray]:
     column = pd.Series(values) if not isinstance(values, pd.Series) else values
@@ -214,52 +223,27 @@ def _pick_part(part: Any, rule: Part) -> Any:
                                time=time, conf=part.conf[mask])
 
 
-_PART: contextvars.ContextVar[Part | None] = contextvars.ContextVar("pickscale_select_on_part", default=None)
-
-
-@contextlib.contextmanager
-def scoring_part(part: Part) -> Iterator[None]:
-    """Within: :func:`pickscale.score` reads ``part`` of its inputs (:func:`restrict`)."""
-    token = _PART.set(part)
-    try:
-        yield
-    finally:
-        _PART.reset(token)
-
-
-def restrict(ref_src: Source, pick_src: Source) -> tuple[Source, Source]:
-    """The inputs' read tasks, each followed by the filter of the part being scored (unchanged outside one)."""
-    part = _PART.get()
-    if part is None:
-        return ref_src, pick_src
-    from dask import delayed
-
-    shared = delayed(part, pure=True, traverse=False)
-    return (dataclasses.replace(ref_src, parts=[delayed(_reference_part, pure=True)(p, shared)
-                                                for p in ref_src.parts]),
-            dataclasses.replace(pick_src, parts=[delayed(_pick_part, pure=True)(p, shared)
-                                                 for p in pick_src.parts]))
-
-
 def _reusable(source: Any) -> Any:
     """An input read three times: an iterator (of SeisBench picks …) is taken into a list first."""
     return list(source) if isinstance(source, Iterator) else source
 
 
-def score_out_of_sample(select_on: Any, arguments: dict[str, Any]) -> xr.Dataset:
+def score_out_of_sample(select_on: Any, reference: Any, picks: Any, keywords: Keywords) -> xr.Dataset:
     """SPEC §16: the results of all the inputs, with the out-of-sample readings of ``select_on``'s parts.
 
-    ``arguments``: the keywords of :func:`pickscale.score` (``reference`` and ``picks`` included), without
-    ``select_on``.  Each part is scored with the same options; its own warnings are not said again (they
-    are the whole run's, on fewer rows).  A part without an arrival in a dataset, or that cannot be scored,
-    is an :class:`OptionsError` naming ``select_on``.
+    ``keywords``: the run's (:class:`pickscale.engine.stages.Keywords`).  Each part is scored with the same
+    options (:func:`pickscale.engine.stages.prepare` of the :class:`Part`); its own warnings are not said
+    again (they are the whole run's, on fewer rows).  A part without an arrival in a dataset, or that cannot
+    be scored, is an :class:`OptionsError` naming ``select_on``.
     """
+    # Lazy: the filters of this module run on the workers, which never import the run's stages (xarray).
     from ..results.selection import attach
-    from .run import score
+    from .stages import execute, finalize, prepare
 
     rule = parse_select_on(select_on)
-    arguments = dict(arguments, reference=_reusable(arguments["reference"]), picks=_reusable(arguments["picks"]))
-    main = score(**arguments)
+    reference, picks = _reusable(reference), _reusable(picks)
+    run = prepare(reference, picks, keywords)
+    main = finalize(run, execute(run))
     datasets = [str(d) for d in main["dataset"].values]
     selected: dict[str, list[str]] | None = None
     if rule.kind == "before":
@@ -283,9 +267,10 @@ def score_out_of_sample(select_on: Any, arguments: dict[str, Any]) -> xr.Dataset
     results = {}
     for side, part in parts.items():
         try:
-            with warnings.catch_warnings(), scoring_part(part):
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PickscaleWarning)
-                results[side] = score(**arguments)
+                one = prepare(reference, picks, keywords, part=part)
+                results[side] = finalize(one, execute(one))
         except InputError as exc:
             raise OptionsError(f"select_on {rule.text}: {rule.describe(side)} cannot be scored on its own: {exc}",
                                options=("select_on",)) from None

@@ -16,7 +16,7 @@ import numpy as np
 
 from .matching import match_sorted, range_max, windows
 
-__all__ = ["N_PHASES", "match_groups"]
+__all__ = ["N_PHASES", "match_detections", "match_groups"]
 
 #: Phases per model: group ``g`` is (model ``g // 2``, phase ``g % 2``).
 N_PHASES = 2
@@ -70,6 +70,71 @@ def match_groups(r_group, r_time, p_group, p_time, p_conf, *, n_groups, tol, rto
         lo, hi = windows(key, other_key, tol)
         other_conf[rm] = range_max(p_conf[pos], lo, hi)
     return det, res, near, other_conf
+
+
+def match_detections(r_group, r_time, p_group, p_time, *, n_groups, tols):
+    """The detection matching of :func:`match_groups` alone, at each of ``tols``: one array per tolerance.
+
+    Entry ``i`` equals ``match_groups(..., tol=tols[i], rtol=...)[0]`` for any ``rtol >= tols[i]`` (SPEC §13:
+    only ``det`` is read there).  Neither the residual matching, nor the duplicate test, nor the other-phase
+    reach is computed, and one candidate search serves every tolerance: the picks are keyed and sorted once,
+    and those with an arrival within the largest tolerance are kept; SPEC §3's walk then runs per tolerance on
+    that set (a pick without an arrival within ``tol`` takes part in nothing at ``tol``).  Picks are in
+    canonical order (index = priority rank within a group), as for :func:`match_groups`.
+    """
+    tols = [int(t) for t in tols]
+    index_dtype = np.int32 if r_time.size < np.iinfo(np.int32).max else np.int64
+    dets = [np.full(p_time.size, -1, dtype=index_dtype) for _ in tols]
+    if not tols or p_time.size == 0 or r_time.size == 0:
+        return dets
+    widest = max(tols)
+    t0 = int(min(p_time.min(), r_time.min()))
+    stride = (int(max(p_time.max(), r_time.max())) - t0) + 2 * widest + 1
+    per_batch = min(n_groups, (_KEY_LIMIT // stride) // 2 * 2)
+    if per_batch < 2:
+        _detect_apart(r_group, r_time, p_group, p_time, n_groups, tols, dets)
+        return dets
+    for first in range(0, n_groups, per_batch):
+        rm = np.flatnonzero((r_group >= first) & (r_group < first + per_batch))
+        r_key = (r_group[rm] - first) * stride + (r_time[rm] - t0)
+        if per_batch >= n_groups:
+            p_key = p_group * stride + (p_time - t0)
+            pos = np.argsort(p_key)
+            key = p_key[pos]
+        else:
+            pm = np.flatnonzero((p_group >= first) & (p_group < first + per_batch))
+            p_key = (p_group[pm] - first) * stride + (p_time[pm] - t0)
+            by_time = np.argsort(p_key)
+            key, pos = p_key[by_time], pm[by_time]
+            del pm, by_time
+        del p_key
+        _detect_batch(r_key, rm, key, pos, tols, dets)
+    return dets
+
+
+def _detect_batch(r_key, rm, key, pos, tols, dets):
+    """The detection matchings of one batch at every tolerance, on one candidate set (``key`` sorted)."""
+    lo, hi = windows(r_key, key, max(tols))
+    reach = hi > lo
+    del lo, hi
+    c_key, c_pos = key[reach], pos[reach]
+    del reach
+    for tolerance, out in zip(tols, dets):
+        got = match_sorted(r_key, c_key, c_pos, tol_ns=tolerance)
+        out[c_pos] = np.where(got >= 0, rm[np.maximum(got, 0)], -1)
+
+
+def _detect_apart(r_group, r_time, p_group, p_time, n_groups, tols, dets):
+    """:func:`match_detections` one group at a time on raw times (spans too wide to shift groups apart)."""
+    r_bounds = np.searchsorted(r_group, np.arange(n_groups + 1))
+    p_by = np.argsort(p_group, kind="stable")
+    p_bounds = np.searchsorted(p_group[p_by], np.arange(n_groups + 1))
+    for g in range(n_groups):
+        rm = np.arange(r_bounds[g], r_bounds[g + 1])
+        pm = p_by[p_bounds[g]:p_bounds[g + 1]]
+        if rm.size and pm.size:
+            by_time = np.argsort(p_time[pm], kind="stable")
+            _detect_batch(r_time[rm], rm, p_time[pm][by_time], pm[by_time], tols, dets)
 
 
 def _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near):

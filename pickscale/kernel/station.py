@@ -26,7 +26,7 @@ from . import exact
 from .bins import bin_index
 from .combine import finalize, merge, pair_order
 from .events import empty_rows, station_events
-from .groups import N_PHASES, match_groups
+from .groups import N_PHASES, match_detections, match_groups
 
 __all__ = ["StationResult", "score_station", "merge_results", "level", "calibration_bin"]
 
@@ -390,17 +390,23 @@ def _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_groups:
     One SPEC §3 matching per tolerance (picks >= the floor, as at ``tol``), read at the shared threshold;
     at ``tol`` itself it is the run's own matching, so the count equals ``matched`` there.  Shape
     (groups, L); (groups, 0) without ``tols``.
+
+    Only the picks at or above the shared threshold are matched: within a group they come first in the
+    confidence order (the threshold is its phase's, and equal confidences share a level), so SPEC §3's walk
+    of just those picks is the walk of every pick restricted to them (§3, "one matching serves every
+    threshold").  The detection matchings alone, one candidate search for every tolerance
+    (:func:`~pickscale.kernel.groups.match_detections`).
     """
     tols = options.tols_ns
     out = np.zeros((n_groups, len(tols)), dtype=np.int64)
     if not tols or p_time.size == 0 or r_time.size == 0:
         return out
     surviving = _at_shared(lvl, p_group, options)  # conf >= the shared threshold (its phase's)
-    for i, tol in enumerate(tols):
-        # Each tol <= residual_tol (Options): the same stride and reach as the run's own matching.
-        det = match_groups(r_group, r_time, p_group, p_time, p_conf, n_groups=n_groups,
-                           tol=tol, rtol=options.residual_tol_ns)[0]
-        out[:, i] = np.bincount(p_group[surviving & (det >= 0)], minlength=n_groups)
+    if not surviving.all():  # canonical order is kept: index = priority rank within a group
+        p_group, p_time = p_group[surviving], p_time[surviving]
+    # Each tol <= residual_tol (Options): the same reach as the run's own matching.
+    for i, det in enumerate(match_detections(r_group, r_time, p_group, p_time, n_groups=n_groups, tols=tols)):
+        out[:, i] = np.bincount(p_group[det >= 0], minlength=n_groups)
     return out
 
 

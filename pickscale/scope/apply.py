@@ -207,7 +207,8 @@ def scope_from_summary(
         rows = np.flatnonzero(at_station & (rc.d == rc.dataset_code(d)))
         summary = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(plan.stations[d])]
         shift = shift_hint(rc.s_names[rc.s[rows]], rc.time[rows], summary, residual_tol_ns)
-        fatal.append(span_error(d, plan, outside.get(d, 0), residual_tol_ns, ref_source, picks_source, shift))
+        fatal.append(span_error(d, (plan.reference_spans[d], plan.pick_spans[d], plan.spans[d]), outside.get(d, 0),
+                                residual_tol_ns, ref_source, picks_source, shift))
     if fatal:
         raise InputError("\n".join(fatal))
 

@@ -8,15 +8,11 @@ differently, epoch units mixed up, a time-zone offset, a wrong date.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..io.text import quote
-
-if TYPE_CHECKING:
-    from .plan import ScopePlan
 
 __all__ = ["station_hint", "span_hint", "shift_hint", "dataset_hint", "nothing_left", "span_error", "iso",
            "show_names"]
@@ -265,11 +261,12 @@ def shift_hint(ref_station: np.ndarray, ref_time: np.ndarray, pick_summary: pd.D
             "(local time read as UTC?). Give times in UTC or with their offset (e.g. +02:00).")
 
 
-def span_error(d: str, plan: ScopePlan, n_ref: int, residual_tol_ns: int,
-                ref_source: str, picks_source: str, shift: str = "") -> str:
-    r0, r1 = plan.reference_spans[d]
-    p0, p1 = plan.pick_spans[d]
-    overlap = not (r1 < plan.spans[d][0] or r0 > plan.spans[d][1])
+def span_error(d: str, spans: tuple[tuple[int, int], tuple[int, int], tuple[int, int]], n_ref: int,
+               residual_tol_ns: int, ref_source: str, picks_source: str, shift: str = "") -> str:
+    """Why dataset ``d`` has nothing to score; ``spans``: its arrivals', its picks' and its scored span
+    (:class:`pickscale.scope.plan.ScopePlan`'s ``reference_spans``, ``pick_spans``, ``spans``)."""
+    (r0, r1), (p0, p1), scored = spans
+    overlap = not (r1 < scored[0] or r0 > scored[1])
     what = ("no arrival falls inside the picks' span" if overlap
             else "the time spans do not overlap")
     hint = span_hint((r0, r1), (p0, p1))
