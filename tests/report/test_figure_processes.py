@@ -29,6 +29,21 @@ def _files(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
+def _big(i: int) -> bytes:
+    """A 'figure' of ~0.5 MB: far more than a pipe's buffer, so a message is written in many pieces."""
+    return bytes([i % 251]) * (400_000 + 1_000 * i)
+
+
+def test_children_sending_at_once_never_mix_their_bytes():
+    # Several children finishing together send their figures at the same time: each has its own pipe, so no
+    # message is read with another's bytes inside it (one shared pipe interleaved them: UnpicklingError).
+    written: dict[int, bytes] = {}
+    processes.draw_all(_big, [f"f{i}" for i in range(24)], processes=4,
+                       write=lambda i, data: written.__setitem__(i, data))
+    assert sorted(written) == list(range(24))
+    assert all(written[i] == _big(i) for i in written)
+
+
 def test_several_processes_write_the_same_bytes_as_one(demo, tmp_path, monkeypatch):
     monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
     one = build.save_figures(demo, tmp_path / "one", dpi=40)

@@ -23,6 +23,10 @@ from pickscale.report.outputs import OUTPUTS_MARKER, stale_outputs, store_finger
 from tests.helpers.catalogues import plain_catalogue
 from tests.helpers.checks import TABLE_NAMES, start_cluster
 
+#: What every run also writes: the pick rates (SPEC §20), a table and a figure.
+WRITTEN_TABLES = (*TABLE_NAMES, "pick_rates")
+WRITTEN_FIGURES = (*FIGURES, "pick_rates")
+
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
@@ -187,7 +191,7 @@ def test_overwrite_without_figures_removes_the_previous_runs_figures(inputs, tmp
     assert sorted(p.name for p in (out / "figures").iterdir()) == ["map.png"]  # the user's file only
     marker = json.loads((out / OUTPUTS_MARKER).read_text())
     assert marker["complete"] is True
-    assert marker["files"] == sorted(f"{t}.csv" for t in TABLE_NAMES)
+    assert marker["files"] == sorted(f"{t}.csv" for t in WRITTEN_TABLES)
     assert marker["store_fingerprint"] == store_fingerprint(out / "results.zarr")
     assert stale_outputs(out) == []
 
@@ -199,7 +203,7 @@ def test_another_format_replaces_the_figures_of_the_first(store, tmp_path, capsy
     assert code == 0, err
     code, _, err = run(["report", store, "--out", out, "--quiet", "--overwrite", "--format", "svg"], capsys)
     assert code == 0, err
-    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(f"{f}.svg" for f in FIGURES)
+    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(f"{f}.svg" for f in WRITTEN_FIGURES)
 
 
 def _outputs_then_new_store(store: Path, tmp_path: Path, capsys) -> Path:
@@ -227,7 +231,7 @@ def test_outputs_of_a_replaced_store_are_out_of_date_and_report_replaces_them(st
     marker = json.loads((out / OUTPUTS_MARKER).read_text())
     assert marker["store_fingerprint"] == store_fingerprint(out / "results.zarr")
     assert marker["store_created"] == "2031-01-01T00:00:00Z"
-    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(f"{f}.pdf" for f in FIGURES)
+    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(f"{f}.pdf" for f in WRITTEN_FIGURES)
     assert (out / "notes.txt").read_text() == "notes\n"
 
 

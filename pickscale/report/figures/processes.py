@@ -102,50 +102,54 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
             write(i, render(i))
         return
     import multiprocessing
+    from multiprocessing.connection import wait
 
     order = sorted(range(len(names)), key=lambda i: -COSTS.get(names[i], 1.0))
     ctx = multiprocessing.get_context("fork")
     counter = ctx.Value("i", 0)
-    receive, send = ctx.Pipe(duplex=False)
+    # One pipe per child: a message larger than the pipe's buffer (a figure's bytes) is not written at once,
+    # so two children sending on one pipe would interleave their bytes.
+    pipes = [ctx.Pipe(duplex=False) for _ in range(processes - 1)]
     children = [ctx.Process(target=_child, args=(render, order, counter, send), daemon=True,
-                            name=f"pickscale-figures-{k}") for k in range(processes - 1)]
+                            name=f"pickscale-figures-{k}") for k, (_, send) in enumerate(pipes)]
+    listening = [receive for receive, _ in pipes]
     done: set[int] = set()
-    stopped = 0
 
     def take(block: bool) -> None:
-        """Write what the children have sent (with ``block``: until every one has stopped, or the pipe is at
+        """Write what the children have sent (with ``block``: until every one has stopped, or its pipe is at
         its end: a child died without saying so)."""
-        nonlocal stopped
         quiet = 0.0
-        while stopped < len(children):
-            if not receive.poll(1.0 if block else 0):
+        while listening:
+            ready = wait(listening, timeout=1.0 if block else 0)
+            if not ready:
                 if not block:
                     break
-                # A safety net, not a clock the result depends on: a child that sends nothing for
-                # STALLED_S (one stuck on a lock it inherited at the fork) is given up, and what it had
+                # A safety net, not a clock the result depends on: children that send nothing for
+                # STALLED_S (one stuck on a lock it inherited at the fork) are given up, and what they had
                 # not sent is drawn here, the same bytes.
                 quiet += 1.0
                 if quiet >= STALLED_S:
-                    stopped = len(children)
+                    listening.clear()
                     break
                 continue
             quiet = 0.0
-            try:
-                message = receive.recv()
-            except EOFError:
-                stopped = len(children)
-                break
-            if message is None:  # a child has stopped
-                stopped += 1
-                continue
-            i, data = message
-            write(i, data)
-            done.add(i)
+            for receive in ready:
+                try:
+                    message = receive.recv()
+                except EOFError:
+                    message = None
+                if message is None:  # a child has stopped (or died)
+                    listening.remove(receive)
+                    continue
+                i, data = message
+                write(i, data)
+                done.add(i)
 
     try:
         for child in children:
             child.start()
-        send.close()  # (the children hold their own ends: once they have all stopped, the pipe is at its end)
+        for _, send in pipes:
+            send.close()  # (each child holds its own end: once it has stopped, its pipe is at its end)
         if meanwhile is not None:
             meanwhile()
         while True:
@@ -161,7 +165,8 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
             if child.is_alive():  # (stopped, or given up: a child still there is told to go)
                 child.terminate()
             child.join()
-        receive.close()
+        for receive, _ in pipes:
+            receive.close()
     for i in range(len(names)):  # what a child did not finish (it failed, or died): drawn here, errors raised here
         if i not in done:
             write(i, render(i))
