@@ -133,7 +133,7 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
                     break
                 continue
             quiet = 0.0
-            for receive in ready:
+            for receive in [r for r in listening if r in ready]:  # (in child order)
                 try:
                     message = receive.recv()
                 except EOFError:
