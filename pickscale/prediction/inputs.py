@@ -24,6 +24,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..io.messages import N_EXAMPLES
+from ..io.stationxml import checked_numbers, is_obspy_kind, is_station_source, read_station_xml, rows_of
+from ..scope.grouping import read_stations
 
 __all__ = ["read_events", "read_station_coordinates", "is_station_source", "obspy_hint", "iso_times"]
 
@@ -44,31 +46,9 @@ def obspy_hint() -> str:
     return OBSPY_HINT + "."
 
 
-def _rows(mask: np.ndarray) -> str:
-    rows = (np.flatnonzero(mask)[:N_EXAMPLES] + 2).tolist()  # the header is row 1, as the other readers say
-    return ", ".join(map(str, rows)) + (" …" if int(mask.sum()) > N_EXAMPLES else "")
-
-
-def _numbers(frame: pd.DataFrame, column: str, low: float, high: float, problems: list[str]) -> np.ndarray:
-    """A numeric column in [low, high]; bad rows are added to ``problems``."""
-    values = pd.to_numeric(pd.Series(frame[column]).astype(object).replace("", None), errors="coerce")
-    out = values.to_numpy(np.float64, na_value=np.nan)
-    bad = ~np.isfinite(out) | (out < low) | (out > high)
-    if bad.any():
-        bounds = f"below {low:g}" if math.isinf(high) else f"outside [{low:g}, {high:g}]"
-        problems.append(f"column {column}: {int(bad.sum())} value(s) missing, not a number or {bounds} "
-                        f"(rows {_rows(bad)})")
-    return out
-
-
 def _lookup(frame: pd.DataFrame) -> dict[str, Any]:
     """Column names matched stripped and case-insensitively; the first hit wins (as SPEC §1's aliases)."""
     return {str(c).strip().lower(): c for c in reversed(list(frame.columns))}
-
-
-def _is_obspy_kind(obj: Any, attribute: str) -> bool:
-    return not isinstance(obj, (str, bytes, os.PathLike, pd.DataFrame)) and isinstance(getattr(obj, attribute, None),
-                                                                                           list)
 
 
 def read_events(source: Any) -> pd.DataFrame:
@@ -94,7 +74,7 @@ def read_events(source: Any) -> pd.DataFrame:
     >>> ev[["event", "time", "depth_km"]].to_dict("records")
     [{'event': '2024-01-01T00:00:00.000000000Z', 'time': 1704067200000000000, 'depth_km': 10.0}]
     """
-    if _is_obspy_kind(source, "events"):
+    if is_obspy_kind(source, "events"):
         return _check_events(_catalog_events(source, "the events Catalog"), "the events Catalog")
     if isinstance(source, pd.DataFrame):
         return _table_events(source, "the events DataFrame")
@@ -134,12 +114,12 @@ def _table_events(raw: pd.DataFrame, where: str) -> pd.DataFrame:
     problems: list[str] = []
     ns, valid = parse_time(frame["time"].reset_index(drop=True))
     if not valid.all():
-        problems.append(f"column time: {int((~valid).sum())} unreadable time(s) (rows {_rows(~valid)}); expected "
+        problems.append(f"column time: {int((~valid).sum())} unreadable time(s) (rows {rows_of(~valid)}); expected "
                         "ISO-8601 or seconds since 1970, as in the inputs")
     out: dict[str, Any] = {"time": ns.astype(np.int64)}
-    out["latitude"] = _numbers(frame, "latitude", -90.0, 90.0, problems)
-    out["longitude"] = _numbers(frame, "longitude", -180.0, 360.0, problems)
-    out["depth_km"] = _numbers(frame, "depth_km", 0.0, math.inf, problems)
+    out["latitude"] = checked_numbers(frame, "latitude", -90.0, 90.0, problems)
+    out["longitude"] = checked_numbers(frame, "longitude", -180.0, 360.0, problems)
+    out["depth_km"] = checked_numbers(frame, "depth_km", 0.0, math.inf, problems)
     if "magnitude" in frame:
         magnitude = pd.to_numeric(pd.Series(frame["magnitude"]).astype(object).replace("", None), errors="coerce")
         out["magnitude"] = magnitude.to_numpy(np.float64, na_value=np.nan)
@@ -149,7 +129,7 @@ def _table_events(raw: pd.DataFrame, where: str) -> pd.DataFrame:
         text = frame["event"].astype(object).where(frame["event"].notna(), "").astype(str).str.strip()
         empty = (text == "").to_numpy(bool)
         if empty.any():
-            problems.append(f"column event: {int(empty.sum())} empty event id(s) (rows {_rows(empty)})")
+            problems.append(f"column event: {int(empty.sum())} empty event id(s) (rows {rows_of(empty)})")
         out["event"] = text.to_numpy(object)
     elif valid.all():
         out["event"] = iso_times(ns)  # the origin time names the event: unique in practice, and sorts in time
@@ -222,22 +202,6 @@ def _catalog_events(catalog: Any, where: str) -> pd.DataFrame:
                          "depth_km": np.float64, "magnitude": np.float64})
 
 
-def is_station_source(source: Any) -> bool:
-    """Whether ``source`` is FDSN StationXML (a local path) or an ObsPy ``Inventory`` (not a table).
-
-    Examples
-    --------
-    >>> is_station_source(pd.DataFrame({"station": ["A"]})), is_station_source("no/such/file.csv")
-    (False, False)
-    """
-    if _is_obspy_kind(source, "networks"):
-        return True
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        return "://" not in path and os.path.isfile(path) and _is_station_xml(path)
-    return False
-
-
 def read_station_coordinates(source: Any) -> pd.DataFrame:
     """The stations as a frame: ``station`` (as SPEC §1 normalises it), ``latitude``, ``longitude`` and, when
     the table has one, ``dataset``.
@@ -260,22 +224,12 @@ def read_station_coordinates(source: Any) -> pd.DataFrame:
     >>> st.to_dict("records")
     [{'station': 'OO.AXAS1', 'latitude': 45.9, 'longitude': -129.8}]
     """
-    if _is_obspy_kind(source, "networks"):
-        return _inventory_stations(source, "the stations Inventory")
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if "://" not in path and not os.path.exists(path):
             raise InputError(f"stations file {path} does not exist.")
-        if _is_station_xml(path):
-            obspy = _obspy()
-            try:
-                inventory = obspy.read_inventory(path)
-            except Exception as exc:  # ObsPy raises many kinds for a file it cannot read
-                raise InputError(f"{path}: cannot be read as StationXML by ObsPy ({type(exc).__name__}: "
-                                 f"{exc}).") from None
-            return _inventory_stations(inventory, path)
-    from ..scope.grouping import read_stations
-
+    if is_station_source(source):  # StationXML or an ObsPy Inventory
+        return read_station_xml(source)
     table = read_stations(source)  # the --stations file of SPEC §14: its checks and station names
     where = table.attrs.get("pickscale_source", "the stations table")
     found = _lookup(table)
@@ -290,64 +244,11 @@ def read_station_coordinates(source: Any) -> pd.DataFrame:
     if "dataset" in table:
         out["dataset"] = table["dataset"].astype(str).str.strip().to_numpy(object)
     out["station"] = table["station"].to_numpy(object)
-    out["latitude"] = _numbers(table, "latitude", -90.0, 90.0, problems)
-    out["longitude"] = _numbers(table, "longitude", -180.0, 360.0, problems)
+    out["latitude"] = checked_numbers(table, "latitude", -90.0, 90.0, problems)
+    out["longitude"] = checked_numbers(table, "longitude", -180.0, 360.0, problems)
     if problems:
         raise InputError(f"{where}: the stations table has bad rows (counting the header as row 1):\n  - "
                          + "\n  - ".join(problems))
     frame = pd.DataFrame(out)
     frame.attrs["pickscale_source"] = where
-    return frame
-
-
-def _obspy() -> Any:
-    try:
-        import obspy
-    except ImportError:
-        raise InputError(obspy_hint()) from None
-    return obspy
-
-
-def _is_station_xml(path: str) -> bool:
-    """An XML file whose root element is ``FDSNStationXML`` (SEED and other formats come as StationXML)."""
-    from ..io.formats.bulletins import _head, xml_root
-
-    root = xml_root(_head(path))
-    return root is not None and root.casefold() == "fdsnstationxml"
-
-
-def _inventory_stations(inventory: Any, where: str) -> pd.DataFrame:
-    """One row per ``NET.STA``: of a station listed in several epochs, the coordinates of the latest start.
-
-    A station's epochs usually share their coordinates (a new epoch is a new sensor or response); where
-    they do not (a redeployed ocean-bottom station), the latest is used and a note says so.
-    """
-    from ..io.formats.quakeml import _ns
-
-    epochs: dict[str, list[tuple[float, float, float]]] = {}
-    for network in getattr(inventory, "networks", []):
-        for station in getattr(network, "stations", []):
-            key = f"{network.code}.{station.code}"
-            start = _ns(getattr(station, "start_date", None))  # a UTCDateTime (or text, when built by hand)
-            epochs.setdefault(key, []).append((float(start) if start is not None else -math.inf,
-                                               station.latitude, station.longitude))
-    if not epochs:
-        raise InputError(f"{where}: the inventory lists no station.")
-    rows, moved = [], []
-    for key in sorted(epochs):
-        listed = sorted(epochs[key], key=lambda e: e[0])
-        if len({(e[1], e[2]) for e in listed}) > 1:
-            moved.append(key)
-        rows.append({"station": key, "latitude": listed[-1][1], "longitude": listed[-1][2]})
-    frame = pd.DataFrame(rows, columns=["station", "latitude", "longitude"])
-    problems: list[str] = []
-    frame["latitude"] = _numbers(frame, "latitude", -90.0, 90.0, problems)
-    frame["longitude"] = _numbers(frame, "longitude", -180.0, 360.0, problems)
-    if problems:
-        raise InputError(f"{where}: stations with bad coordinates (rows of the sorted stations, from 2):\n  - "
-                         + "\n  - ".join(problems))
-    frame.attrs["pickscale_source"] = where
-    frame.attrs["pickscale_notes"] = ([f"{where}: {len(moved)} station(s) have epochs at different coordinates "
-                                       f"({', '.join(moved[:N_EXAMPLES])}); the latest epoch's were used."]
-                                      if moved else [])
     return frame

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, OptionsError
+from ..io.stationxml import is_station_source, read_station_xml
 from .distance import DISTANCE, arrival_distances, kept_columns
 
 __all__ = ["GroupSpec", "MISSING", "parse_group_by", "group_labels", "group_codes", "read_stations",
@@ -168,10 +169,9 @@ def read_stations(source: Any, *, station_key: str = "as-is") -> pd.DataFrame:
     Each (dataset, station) once; the station names as SPEC §1 normalises them.
     """
     from ..io.fields import station_column
-    from ..prediction.inputs import is_station_source, read_station_coordinates
 
     if is_station_source(source):  # FDSN StationXML or an ObsPy Inventory: NET.STA with its coordinates
-        source = read_station_coordinates(source)
+        source = read_station_xml(source)
     if isinstance(source, pd.DataFrame):
         frame, where = source.copy(), "the stations DataFrame"
     else:

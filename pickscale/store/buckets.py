@@ -41,12 +41,26 @@ from typing import Any
 
 from pickscale.errors import StoreError
 
-__all__ = ["SCHEMES", "FILESYSTEMS", "extra_of", "storage_arguments", "icechunk_storage", "probe_options"]
+__all__ = ["SCHEMES", "FILESYSTEMS", "cloud_installed", "extra_of", "storage_arguments", "icechunk_storage",
+           "probe_options"]
 
 #: The schemes of a remote store, and the fsspec package that writes the tables beside it.
 FILESYSTEMS = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}
 SCHEMES = tuple(FILESYSTEMS)
 _EXTRAS = {"s3fs": "cloud", "gcsfs": "gcs", "adlfs": "azure"}
+
+
+def cloud_installed(scheme: str = "s3") -> bool:
+    """Whether what results on ``scheme://`` need is installed: icechunk, and fsspec's filesystem of the scheme
+    (s3fs, gcsfs, adlfs: the tables beside the store are written with it)."""
+    try:
+        import fsspec
+        import icechunk  # noqa: F401
+
+        fsspec.get_filesystem_class(scheme)
+    except (ImportError, ValueError):
+        return False
+    return True
 
 
 def extra_of(scheme: str) -> str:

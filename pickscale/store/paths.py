@@ -34,6 +34,7 @@ import urllib.request
 
 from pickscale.errors import StoreError
 
+from .buckets import SCHEMES, cloud_installed, extra_of
 from .schema import is_pickscale_store
 
 __all__ = [
@@ -110,9 +111,6 @@ def local_store_path(location: PathLike, *, what: str = "results store") -> path
 
 def _remote_refusal(scheme: str) -> str:
     """Why a ``scheme://`` location cannot be written here, and what to do."""
-    from .buckets import extra_of
-    from .remote import SCHEMES, cloud_installed
-
     if scheme not in SCHEMES:
         return (f"pickscale cannot write results to {scheme}:// URLs (only to a local folder, or with the extra "
                 f"pickscale[cloud] to {', '.join(s + '://' for s in SCHEMES)} object storage)")

@@ -36,7 +36,7 @@ import xarray as xr
 
 from pickscale.errors import StoreError
 
-from .buckets import SCHEMES, extra_of, icechunk_storage, probe_options
+from .buckets import SCHEMES, cloud_installed, extra_of, icechunk_storage, probe_options
 from .paths import describe, url_scheme
 
 __all__ = ["SCHEMES", "is_remote", "cloud_installed", "check_remote", "RemoteStore", "reserve", "save_remote",
@@ -44,19 +44,6 @@ __all__ = ["SCHEMES", "is_remote", "cloud_installed", "check_remote", "RemoteSto
 
 #: Writers reserved by this process (:func:`reserve`): store URL -> its writer.
 RESERVED: dict[str, RemoteStore] = {}
-
-
-def cloud_installed(scheme: str = "s3") -> bool:
-    """Whether what results on ``scheme://`` need is installed: icechunk, and fsspec's filesystem of the scheme
-    (s3fs, gcsfs, adlfs: the tables beside the store are written with it)."""
-    try:
-        import fsspec
-        import icechunk  # noqa: F401
-
-        fsspec.get_filesystem_class(scheme)
-    except (ImportError, ValueError):
-        return False
-    return True
 
 
 def is_remote(location: Any) -> bool:
