@@ -11,13 +11,22 @@ from typing import Any
 
 from ..errors import PickscaleError, StoreError
 from ..io.storage import using
-from .flow import Closing, is_remote_folder, out_folder, run_into, write_outputs
+from .flow import Closing, RemoteFolder, is_remote_folder, out_folder, run_into, write_outputs
 from .predict import predict_command
+from .remote import run_into_remote
 from .runtime import command_client
 from .state import EXIT_OK
 from .study import ci_level, scoring_options, storage_of, study_of, where_to_run, whole_number
 
 __all__ = ["score_command", "demo_command", "report_command", "extend_command", "closing_summary", "COMMANDS"]
+
+
+def run_into_out(out_dir: Path, **flow: Any) -> Any:
+    """:func:`pickscale.cli.flow.run_into` for a local ``--out``, its flow for a bucket
+    (:func:`pickscale.cli.remote.run_into_remote`) for ``--out URL``."""
+    if isinstance(out_dir, RemoteFolder):
+        return run_into_remote(out_dir, **flow)
+    return run_into(out_dir, **flow)
 
 
 def score_command(args: argparse.Namespace) -> int:
@@ -36,8 +45,8 @@ def score_command(args: argparse.Namespace) -> int:
         return _with_ci(ds, level)
 
     with using(study.reading.get("storage_options")):  # the inputs', the store's and the tables' alike
-        ds = run_into(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
-                      figures=not args.no_figures, quiet=args.quiet, verbose=args.verbose)
+        ds = run_into_out(study.out_dir, overwrite=study.overwrite, produce=produce, fmt=args.format,
+                          figures=not args.no_figures, quiet=args.quiet, verbose=args.verbose)
     if not args.quiet:
         print(closing_summary(ds, study.out_dir, time.monotonic() - started, figures=not args.no_figures),
               file=sys.stderr)
@@ -118,9 +127,9 @@ def demo_command(args: argparse.Namespace) -> int:
         ds = score(str(ref_path), str(picks_path), client=client, block_picks=block_picks, **options)
         return _with_ci(ds, level)
 
-    ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
-                  figures=not args.no_figures, quiet=args.quiet, verbose=args.verbose,
-                  also=("inputs/reference.csv", "inputs/picks.csv"))
+    ds = run_into_out(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
+                      figures=not args.no_figures, quiet=args.quiet, verbose=args.verbose,
+                      also=("inputs/reference.csv", "inputs/picks.csv"))
     print("\nWhat to see:")
     for line in facts(tables(ds), group_by=options.get("group_by")):
         print(f"  - {line}")
@@ -204,8 +213,8 @@ def extend_command(args: argparse.Namespace) -> int:
                         **{k: given.get(k) for k in OPTION_NAMES})
 
     with using(reading.get("storage_options")):
-        ds = run_into(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
-                      figures=not args.no_figures, quiet=args.quiet, extend=True, verbose=args.verbose)
+        ds = run_into_out(out_dir, overwrite=bool(args.overwrite), produce=produce, fmt=args.format,
+                          figures=not args.no_figures, quiet=args.quiet, extend=True, verbose=args.verbose)
     if not args.quiet:
         print(closing_summary(ds, out_dir, time.monotonic() - started, figures=not args.no_figures),
               file=sys.stderr)

@@ -97,14 +97,11 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
     writes in ``out_dir`` (the demo's inputs), refused like the outputs unless ``overwrite``.  With
     ``extend`` (``pickscale extend``) the store must exist and be a pickscale store: it is replaced
     atomically, and the tables and figures written from it are rewritten (as ``report`` does).
+    A :class:`RemoteFolder` (``--out URL``) has its own flow (:func:`pickscale.cli.remote.run_into_remote`;
+    :func:`pickscale.cli.commands.run_into_out` chooses).
     """
     from ..store import read_lazily, reserved, save
 
-    if isinstance(out_dir, RemoteFolder):
-        from .remote import run_into_remote  # (its own module: the flow for a bucket)
-
-        return run_into_remote(out_dir, overwrite=overwrite, produce=produce, fmt=fmt, figures=figures,
-                                quiet=quiet, also=also, extend=extend, verbose=verbose)
     if extend:
         check_extendable(out_dir / "results.zarr")
         created: list[Path] = []

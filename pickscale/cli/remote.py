@@ -1,5 +1,5 @@
 """The run flow for ``--out URL``: the store an Icechunk repository on object storage, the tables and figures
-written beside it (:func:`run_into_remote`, called by :func:`pickscale.cli.flow.run_into`), and ``pickscale
+written beside it (:func:`run_into_remote`, chosen by :func:`pickscale.cli.commands.run_into_out`), and ``pickscale
 report`` of such a store (:func:`report_remote`)."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ __all__ = ["run_into_remote", "check_remote_outputs", "write_remote_outputs", "r
 
 
 def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[Closing], Any], fmt: str,
-                     figures: bool, quiet: bool, also: Sequence[str], extend: bool, verbose: bool = False) -> Any:
+                     figures: bool, quiet: bool, also: Sequence[str] = (), extend: bool = False, verbose: bool = False
+                    ) -> Any:
     """:func:`run_into` for ``--out URL``: the store is an Icechunk repository at ``URL/results.zarr``.
 
     The writer starts (and the store is checked) before any work; the store is saved as one commit, which
