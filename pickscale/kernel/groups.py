@@ -48,9 +48,22 @@ def match_groups(r_group, r_time, p_group, p_time, p_conf, *, n_groups, tol, rto
     if per_batch < 2:
         _match_apart(r_group, r_time, p_group, p_time, p_conf, n_groups, tol, rtol, det, res, near, other_conf)
         return det, res, near, other_conf
+    for first, rm, r_key, key, pos in _batches(r_group, r_time, p_group, p_time, n_groups, per_batch, stride, t0):
+        _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near)
+
+        # The other phase of the same model: group g ^ 1 (phase is the low bit).
+        other_key = ((r_group[rm] ^ 1) - first) * stride + (r_time[rm] - t0)
+        lo, hi = windows(key, other_key, tol)
+        other_conf[rm] = range_max(p_conf[pos], lo, hi)
+    return det, res, near, other_conf
+
+
+def _batches(r_group, r_time, p_group, p_time, n_groups, per_batch, stride, t0):
+    """Per batch of ``per_batch`` groups from ``first``: the arrivals ``rm`` and their keys, the picks' sorted
+    keys and their indices ``pos`` (index = priority rank within a group), groups shifted ``stride`` apart."""
     for first in range(0, n_groups, per_batch):
         rm = np.flatnonzero((r_group >= first) & (r_group < first + per_batch))
-        # Every key lies in [0, per_batch · stride) ⊂ [0, 2**62): `key ± rtol` cannot wrap.
+        # Every key lies in [0, per_batch · stride) ⊂ [0, 2**62): `key ± tol` cannot wrap.
         r_key = (r_group[rm] - first) * stride + (r_time[rm] - t0)
         if per_batch >= n_groups:  # one batch (ordinary spans): every pick, no index array of them
             p_key = p_group * stride + (p_time - t0)
@@ -63,13 +76,7 @@ def match_groups(r_group, r_time, p_group, p_time, p_conf, *, n_groups, tol, rto
             key, pos = p_key[by_time], pm[by_time]
             del pm, by_time
         del p_key  # time-sorted picks remain: key, and pos = index = rank
-        _match_batch(r_key, rm, key, pos, tol, rtol, det, res, near)
-
-        # The other phase of the same model: group g ^ 1 (phase is the low bit).
-        other_key = ((r_group[rm] ^ 1) - first) * stride + (r_time[rm] - t0)
-        lo, hi = windows(key, other_key, tol)
-        other_conf[rm] = range_max(p_conf[pos], lo, hi)
-    return det, res, near, other_conf
+        yield first, rm, r_key, key, pos
 
 
 def match_detections(r_group, r_time, p_group, p_time, *, n_groups, tols):
@@ -94,20 +101,7 @@ def match_detections(r_group, r_time, p_group, p_time, *, n_groups, tols):
     if per_batch < 2:
         _detect_apart(r_group, r_time, p_group, p_time, n_groups, tols, dets)
         return dets
-    for first in range(0, n_groups, per_batch):
-        rm = np.flatnonzero((r_group >= first) & (r_group < first + per_batch))
-        r_key = (r_group[rm] - first) * stride + (r_time[rm] - t0)
-        if per_batch >= n_groups:
-            p_key = p_group * stride + (p_time - t0)
-            pos = np.argsort(p_key)
-            key = p_key[pos]
-        else:
-            pm = np.flatnonzero((p_group >= first) & (p_group < first + per_batch))
-            p_key = (p_group[pm] - first) * stride + (p_time[pm] - t0)
-            by_time = np.argsort(p_key)
-            key, pos = p_key[by_time], pm[by_time]
-            del pm, by_time
-        del p_key
+    for _, rm, r_key, key, pos in _batches(r_group, r_time, p_group, p_time, n_groups, per_batch, stride, t0):
         _detect_batch(r_key, rm, key, pos, tols, dets)
     return dets
 
