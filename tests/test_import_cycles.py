@@ -12,10 +12,8 @@ import pickscale
 
 ROOT = pathlib.Path(pickscale.__file__).parent
 
-#: What is left of issue 24's "no import cycles" beyond the readers' (below): nothing.
+#: What is left of issue 24's "no import cycles": nothing.
 KNOWN: set[frozenset[str]] = set()
-#: The readers (issue 24 item 5): the registry and its readers, one cycle with io.csv and io.sniff.
-KNOWN_PREFIX = "pickscale.io."
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -93,9 +91,6 @@ def test_the_graph_sees_a_cycle():
 
 def test_no_new_import_cycle():
     cycles = _cycles(_edges(_modules()))
-    readers = [c for c in cycles if all(m.startswith(KNOWN_PREFIX) for m in c)]
-    others = set(cycles) - set(readers)
-    assert others == KNOWN
-    assert len(readers) <= 1
+    assert set(cycles) == KNOWN
     core = ("pickscale.engine", "pickscale.scope", "pickscale.results", "pickscale.store", "pickscale.prediction")
     assert not {m for c in cycles for m in c if m.startswith(core)}

@@ -173,7 +173,7 @@ def extend_command(args: argparse.Namespace) -> int:
     from ..engine.extension import OPTION_NAMES, check_options, extended
     from ..io import check_columns, resolve_sources
     from ..store import open_results, read_root_attrs
-    from ..store.consistency import check_pairs, stored_options
+    from ..store.consistency import stored_options
 
     out_dir = out_folder(args.dir, what="pickscale extend")  # a URL is refused before any work
     target = out_dir / "results.zarr"
@@ -201,15 +201,14 @@ def extend_command(args: argparse.Namespace) -> int:
     def produce(closing: Closing) -> Any:
         from ..engine import small_local_input
 
-        # Every pair is merged: read whole and checked; the stored timing readings, which the merged pairs give
-        # again, are not compared with them (SPEC §15).
-        stored = open_results(target).load()
-        check_pairs(target, stored)
+        # Every pair is merged: read a batch at a time and checked as it is read (extended's store=); the
+        # stored timing readings, which the merged pairs give again, are not compared with them (SPEC §15).
+        stored = open_results(target)
         in_process = workers is None and small_local_input(args.reference, args.picks)
         client = closing.hold(command_client(workers, args.scheduler, closing, in_process=in_process,
                                              scheduler_file=where["scheduler_file"]))
         return extended(stored, args.reference, args.picks, replace=bool(args.replace), ci=level,
-                        client=client, block_picks=block_picks, **reading,
+                        store=target, client=client, block_picks=block_picks, **reading,
                         **{k: given.get(k) for k in OPTION_NAMES})
 
     with using(reading.get("storage_options")):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -154,7 +154,7 @@ def _merged_extent(old: dict[str, Any], new: dict[str, Any], replaced: dict[str,
 
 
 def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, ci: float | None = None,
-             **keywords: Any) -> xr.Dataset:
+             store: Any = None, **keywords: Any) -> xr.Dataset:
     """The results of ``stored`` extended by ``reference`` and ``picks`` (nothing is written).
 
     ``keywords``: those of :func:`pickscale.score`, each treated as
@@ -162,6 +162,10 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     they are taken from it).  ``ci``: the bootstrap level of the intervals
     (SPEC §12); by default those of the store, if it has any, drawn again
     on the merged counts with its level, draws and seed — as one run would.
+    ``store``: the store ``stored`` was opened from (:func:`pickscale.store.open_results`, its pairs
+    left to read): the stored pairs are then read a batch at a time as they are merged, and each batch is
+    checked as it is read (SPEC §15; the pairs' checks of a whole opening), so this process never holds
+    every pair.
     Raises :class:`OptionsError`, :class:`InputError` or :class:`StoreError`
     when the extension is refused.
     """
@@ -206,10 +210,16 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     # The pairs are merged and timed a stream at a time where the run's were (on its cluster, when Dask
     # computes with its client: the merged pairs then stay there until saved), not on this process.
     client = arguments.get("client")
+    check = None
+    if store is not None:
+        from ..store.consistency import PairCheck, stored_options
+
+        check = PairCheck(store, stored, stored_options(store, stored.attrs))
     merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
                            streams=functools.partial(_streams, client=client if client is not None
                                                      and is_current(client) else None,
-                                                     options=Options.from_attrs(stored.attrs["options"])))
+                                                     options=Options.from_attrs(stored.attrs["options"]),
+                                                     check=check))
     # A best threshold on the edge (SPEC §7) is a reading of the merged counts: the new part's own edges, scored
     # alone, are not the store's; the extension says the merged ones (what its summary prints).
     from ..results.derived import edge_warnings
@@ -228,18 +238,23 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     return bootstrap(merged, level=level, draws=draws, seed=seed)
 
 
-def _streams(shares: dict[int, list[Any]], n_datasets: int, n_models: int, *, client: Any,
-             options: Options) -> PairColumns:
-    """The merged streams' pairs and statistics (:func:`~pickscale.engine.pairs.streams_of`), the shares
-    sent to the cluster first when there is one."""
-    if client is not None:
+def _streams(shares_of: Callable[..., dict[int, list[Any]]], n_datasets: int, n_models: int, *, client: Any,
+             options: Options, check: Any = None) -> PairColumns:
+    """The merged streams' pairs and statistics (:func:`~pickscale.engine.pairs.streams_of`).
+
+    ``shares_of``: :func:`pickscale.results.extend.stream_shares` on both sides, which reads their pairs a
+    batch at a time; each share is sent to the cluster as it is cut (when there is one), so this process
+    holds one batch of pairs at a time; ``check``: a :class:`~pickscale.store.consistency.PairCheck` of the
+    stored pairs, fed every stored batch as it is read.
+    """
+    def put(share: dict[str, Any]) -> Any:
         # One future per share (a dict given to scatter would be scattered value by value, keyed by its keys).
-        flat = [(s, i, side) for s, sides in shares.items() for i, side in enumerate(sides) if side is not None]
-        for (s, i, _), future in zip(flat, client.scatter([side for _, _, side in flat], hash=False)):
-            shares[s][i] = future
-        del flat
-    return streams_of(shares, client, options=options, n_datasets=n_datasets,
-                      n_models=n_models)
+        return client.scatter([share], hash=False)[0]
+
+    shares = shares_of(put=put if client is not None else None, check=None if check is None else check.add)
+    if check is not None:
+        check.finish()
+    return streams_of(shares, client, options=options, n_datasets=n_datasets, n_models=n_models)
 
 
 def store_path(path: Any) -> pathlib.Path:
@@ -316,14 +331,12 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, ci:
     (['m', 'n'], 1)
     """
     from ..store import open_results, reserved, save
-    from ..store.consistency import check_pairs
 
     target = store_path(store)
     with reserved(target):
-        # Every pair is merged: read whole and checked; the stored timing readings, which the merged pairs give
-        # again, are not compared with them (SPEC §15).
-        stored = open_results(target).load()
-        check_pairs(target, stored)
-        ds = extended(stored, reference, picks, replace=replace, ci=ci, **keywords)
+        # Every pair is merged: read a batch at a time and checked as it is read; the stored timing readings,
+        # which the merged pairs give again, are not compared with them (SPEC §15).
+        stored = open_results(target)
+        ds = extended(stored, reference, picks, replace=replace, ci=ci, store=target, **keywords)
         save(ds, target, overwrite=True)
     return ds

@@ -1,10 +1,15 @@
-"""What the user typed (a file, a folder, a glob, an fsspec URL) as a sorted list of files to read."""
+"""What the user typed (a file, a folder, a glob, an fsspec URL) as a sorted list of files to read.
+
+Below the readers: this module imports none of them, nor their registry.  What
+a folder is searched for is what the file readers of the table list; the
+registry passes that in when it builds the table (:func:`use_listed_suffixes`).
+"""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
 import fsspec
@@ -12,7 +17,7 @@ import fsspec
 from ..errors import InputError
 
 __all__ = ["COMPRESSION_SUFFIXES", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "SOURCE_SUFFIXES", "SourceFile", "has_magic",
-           "list_sources", "listed_suffixes", "resolve_sources", "suffix_list"]
+           "list_sources", "listed_suffixes", "resolve_sources", "suffix_list", "use_listed_suffixes"]
 
 
 #: Endings of compressed files (gzip, bzip2, xz, Zstandard); the content is sniffed whatever the name.
@@ -24,11 +29,26 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 SOURCE_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES
 
 
-def listed_suffixes() -> tuple[str, ...]:
-    """The file name endings a folder is searched for: what the file readers of the table list (``listed``)."""
-    from .formats.registry import listed_suffixes as of_the_table  # (the readers import this module)
+def _shipped() -> tuple[str, ...]:
+    return SOURCE_SUFFIXES
 
-    return of_the_table()
+
+_listed: Callable[[], tuple[str, ...]] = _shipped
+
+
+def use_listed_suffixes(listed: Callable[[], tuple[str, ...]]) -> None:
+    """Make ``listed`` what :func:`listed_suffixes` asks: the registry passes the table's own in
+    (:func:`pickscale.io.formats.registry.listed_suffixes`), once it has built the table."""
+    global _listed
+    _listed = listed
+
+
+def listed_suffixes() -> tuple[str, ...]:
+    """The file name endings a folder is searched for: what the file readers of the table list (``listed``).
+
+    As the table is when asked (:func:`use_listed_suffixes`; set as soon as :mod:`pickscale.io` is imported).
+    """
+    return _listed()
 
 
 def suffix_list(suffixes: tuple[str, ...] | None = None, *, last: str = "or") -> str:

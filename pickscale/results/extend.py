@@ -34,6 +34,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -51,7 +52,7 @@ from .variables import STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
 
 __all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "union_edges",
-           "bin_starts_ns"]
+           "bin_starts_ns", "BATCH_ROWS"]
 
 #: The exact sums a store must hold to be extended (stores written before they were kept lack them).
 EXACT_FIELDS = ("cal_conf_limbs", "conf_sq_sums", "hit_conf_limbs")
@@ -237,18 +238,31 @@ def _empty(models: list[str] | None = None) -> DatasetCounts:
                          np.zeros((0, 2, 0), np.int64), {})
 
 
+#: Pairs of a side read per batch by :func:`stream_shares` (what this process holds of them at a time:
+#: ~100 bytes a pair while a batch is cut into its streams).
+BATCH_ROWS = 2**20
+
+#: The pair variables a side's shares are cut from (``pair_group``: stores with groups are not extended).
+_PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
+
+
 def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str, list[str]],
-                  datasets: list[str], models: list[str],
-                  stations: list[str]) -> dict[int, list[dict[str, np.ndarray] | None]]:
-    """Each merged stream's pairs from both sides: ``{stream: [stored share, new share]}``, a share None
-    where a side has none.
+                  datasets: list[str], models: list[str], stations: list[str], rows: int = BATCH_ROWS,
+                  check: Callable[[int, Mapping[str, np.ndarray]], None] | None = None,
+                  put: Callable[[dict[str, np.ndarray]], Any] | None = None) -> dict[int, list[Any]]:
+    """Each merged stream's pairs from both sides, ``rows`` pairs of a side at a time: ``{stream: [share, …]}``.
 
     A stream is a (dataset, model, phase) of the merged coordinates, coded ``(dataset · n_models + model)
-    · 2 + phase`` (:class:`pickscale.engine.pairs.Codes`); a share holds the stream's ``station`` (merged
-    index), ``residual_ns``, ``conf`` and ``group`` columns.  The pairs of a replaced (dataset, model) are
-    left out of the stored side.  Both sides hold their pairs in canonical order, and the merged
-    coordinates are sorted as each side's are, so every share comes in canonical order too (the stream
-    task sorts them together all the same).
+    · 2 + phase`` (:class:`pickscale.engine.pairs.Codes`); a share holds some of the stream's pairs --
+    ``station`` (merged index), ``residual_ns``, ``conf`` and ``group`` columns -- stored side first, each
+    side's in its order.  The pairs of a replaced (dataset, model) are left out of the stored side.
+
+    The sides' pairs are read a batch of ``rows`` at a time (a store opened lazily reads those chunks only;
+    pairs left on a cluster are fetched a batch at a time), so this process never holds every pair:
+    ``check(lo, batch)`` sees each stored batch first (the store's pair checks, SPEC §15: the pairs from
+    position ``lo``, each of :data:`_PAIR_VARIABLES`), and ``put(share)`` says where each share goes (a
+    future of it on the extension's cluster; default: the share itself).  The stream task sorts a stream's
+    shares together, so how they are cut does not change the merged pairs.
     """
     def index(values: Any, into: list[str]) -> np.ndarray:
         """Each side's coordinate value's index into the merged one (both sorted: the map is monotone)."""
@@ -256,49 +270,58 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str,
         return np.array([at.get(str(v), -1) for v in values], dtype=np.int64)
 
     nm = len(models)
-    out: dict[int, list[dict[str, np.ndarray] | None]] = {}
+    out: dict[int, list[Any]] = {}
     for side, ds in enumerate((stored, new)):
         d_of, m_of = index(ds["dataset"].values, datasets), index(ds["model"].values, models)
         s_of = index(ds["station"].values, stations)
-        d, m = ds["pair_dataset"].values.astype(np.int64), ds["pair_model"].values.astype(np.int64)
-        keep = np.ones(d.size, dtype=bool)
+        dropped = np.zeros((d_of.size, m_of.size), dtype=bool)  # the stored (dataset, model)s replaced
         if side == 0:
             names, model_names = [str(v) for v in ds["dataset"].values], [str(v) for v in ds["model"].values]
-            for name, dropped in replaced.items():
-                gone = [i for i, model in enumerate(model_names) if model in dropped]
-                if name in names and gone:
-                    keep &= ~((d == names.index(name)) & np.isin(m, gone))
-        stream = (d_of[d] * nm + m_of[m]) * 2 + ds["pair_phase"].values.astype(np.int64)
-        columns: dict[str, np.ndarray] = {"station": s_of[ds["pair_station"].values.astype(np.int64)].astype(np.int32),
-                   "residual_ns": residual_ns_of(ds["residual"].values),
-                   "conf": ds["pair_conf"].values.astype(np.float64),
-                   "group": np.zeros(d.size, np.int32)}  # SPEC §14: stores with groups are not extended
-        if not keep.all():
-            stream, columns = stream[keep], {k: v[keep] for k, v in columns.items()}
-        if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
-            raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
-        order = np.argsort(stream, kind="stable")  # already stream-ordered (canonical): a check and a copy
-        stream = stream[order]
-        cuts = np.flatnonzero(np.diff(stream)) + 1
-        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, stream.size]):
-            if hi > lo:
-                rows = order[lo:hi]
-                out.setdefault(int(stream[lo]), [None, None])[side] = {k: v[rows] for k, v in columns.items()}
+            for name, gone in replaced.items():
+                if name in names:
+                    dropped[names.index(name), [i for i, model in enumerate(model_names) if model in gone]] = True
+        n = ds.sizes.get("pair", 0)
+        for lo in range(0, n, rows):
+            batch = {k: np.asarray(ds[k].isel(pair=slice(lo, lo + rows)).values) for k in _PAIR_VARIABLES}
+            if side == 0 and check is not None:
+                check(lo, batch)
+            d, m = batch["pair_dataset"].astype(np.int64), batch["pair_model"].astype(np.int64)
+            keep = ~dropped[d, m]
+            stream = (d_of[d] * nm + m_of[m]) * 2 + batch["pair_phase"].astype(np.int64)
+            columns = {"station": s_of[batch["pair_station"].astype(np.int64)].astype(np.int32),
+                       "residual_ns": residual_ns_of(batch["residual"]),
+                       "conf": batch["pair_conf"].astype(np.float64),
+                       "group": np.zeros(d.size, np.int32)}  # SPEC §14: stores with groups are not extended
+            del batch, d, m
+            if not keep.all():
+                stream, columns = stream[keep], {k: v[keep] for k, v in columns.items()}
+            if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
+                raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
+            order = np.argsort(stream, kind="stable")  # already stream-ordered (canonical): a check and a copy
+            stream = stream[order]
+            cuts = np.flatnonzero(np.diff(stream)) + 1
+            for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]):
+                if b > a:
+                    share = {k: v[order[a:b]] for k, v in columns.items()}
+                    out.setdefault(int(stream[a]), []).append(share if put is None else put(share))
+            del columns, order, stream
     return dict(sorted(out.items()))
 
 
 def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
                   replaced: Mapping[str, list[str]] | None = None,
                   attrs: Mapping[str, Any] | None = None,
-                  streams: Callable[[dict[int, list[Any]], int, int], Any] | None = None) -> xr.Dataset:
+                  streams: Callable[[Callable[..., dict[int, list[Any]]], int, int], Any] | None = None
+                  ) -> xr.Dataset:
     """The results of ``stored`` and ``new`` together (same options), every metric derived again.
 
     ``same_arrivals[d]``: both sides scored the same arrivals of dataset ``d``
     (counted once); otherwise they add up.  ``replaced[d]``: stored models of
     ``d`` whose counts are dropped (the new run's take their place).
     ``attrs``: the merged Dataset's attributes (default: the stored ones).
-    ``streams``: how the pairs are merged and timed -- called with :func:`stream_shares`, the number of
-    datasets and of models, it returns the merged pairs and their statistics
+    ``streams``: how the pairs are merged and timed -- called with :func:`stream_shares` on both sides (its
+    keywords ``check`` and ``put`` left to give), the number of datasets and of models, it returns the
+    merged pairs and their statistics
     (:func:`pickscale.engine.pairs.streams_of`: on the extension's cluster, where the pairs then stay);
     by default they are merged here, station by station, with the counts.
     """
@@ -339,8 +362,8 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     if streams is not None:
         models = sorted({m for c in per_dataset.values() for m in c.models})
         stations = sorted({s for c in per_dataset.values() for s in c.stations})
-        shares = stream_shares(stored, new, replaced=replaced or {}, datasets=datasets, models=models,
-                               stations=stations)
-        pairs = streams(shares, len(datasets), len(models))
+        shares_of = functools.partial(stream_shares, stored, new, replaced=replaced or {}, datasets=datasets,
+                                      models=models, stations=stations)
+        pairs = streams(shares_of, len(datasets), len(models))
     rates = merged_rates(stored, new, replaced=replaced)  # SPEC §20: picks added, days united
     return assemble(per_dataset, options=options, attrs=out_attrs, pairs=pairs, rates=rates)

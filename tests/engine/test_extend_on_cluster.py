@@ -13,7 +13,7 @@ import pytest
 
 import pickscale
 from pickscale.engine.extension import extended
-from pickscale.results.extend import merge_results, stream_shares
+from pickscale.results.extend import BATCH_ROWS, merge_results, stream_shares
 from tests.helpers.extend import generated
 from tests.results.test_extend import same
 
@@ -26,30 +26,73 @@ def _is_dask(ds, name: str) -> bool:
     return type(ds[name].data).__module__.startswith("dask.")
 
 
-def test_stream_shares_are_each_side_s_pairs_on_the_merged_coordinates():
-    ref, picks, cut = generated()
-    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
-    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
+def _coordinates(stored, new):
     models = sorted({str(m) for m in stored.model.values} | {str(m) for m in new.model.values})
     stations = sorted({str(s) for s in stored.station.values} | {str(s) for s in new.station.values})
     datasets = sorted({str(d) for d in stored.dataset.values} | {str(d) for d in new.dataset.values})
-    shares = stream_shares(stored, new, replaced={}, datasets=datasets, models=models, stations=stations)
-    # Every pair of either side is in exactly one share, in that side's (canonical) order.
-    for side, ds in enumerate((stored, new)):
-        got = sum(share[side]["station"].size for share in shares.values() if share[side] is not None)
-        assert got == ds.sizes["pair"]
-        for s, share in shares.items():
-            if share[side] is None:
-                continue
-            rows = share[side]
-            keys = np.lexsort((rows["conf"], rows["residual_ns"], rows["station"]))
-            assert np.array_equal(keys, np.arange(keys.size)), s
-    # A replaced model's stored pairs are left out.
+    return {"datasets": datasets, "models": models, "stations": stations}
+
+
+@pytest.mark.parametrize("rows", [BATCH_ROWS, 7, 1])
+def test_stream_shares_are_each_side_s_pairs_on_the_merged_coordinates(rows):
+    ref, picks, cut = generated()
+    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
+    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
+    coords = _coordinates(stored, new)
+    seen, put = [], []
+    shares = stream_shares(stored, new, replaced={}, rows=rows, **coords,
+                           check=lambda lo, batch: seen.append((lo, batch["residual"].size)),
+                           put=lambda share: put.append(share["station"].size) or ("put", share))
+    # The stored pairs are read (and checked) a batch of at most `rows` at a time, in order; every share is put.
+    assert [lo for lo, _ in seen] == list(range(0, stored.sizes["pair"], rows))
+    assert max(n for _, n in seen) <= rows and sum(n for _, n in seen) == stored.sizes["pair"]
+    assert all(isinstance(s, tuple) and s[0] == "put" for ss in shares.values() for s in ss) and max(put) <= rows
+    # Every pair of either side is in exactly one share; each stream's shares, put together, are the stored
+    # stream's pairs then the new one's, in each side's (canonical) order.
+    assert sum(put) == stored.sizes["pair"] + new.sizes["pair"]
+    nm = len(coords["models"])
+    for s, ss in shares.items():
+        rows_ = {k: np.concatenate([share[k] for _, share in ss]) for k in ("station", "residual_ns", "conf")}
+        d, m, p = s // (2 * nm), (s // 2) % nm, s % 2
+        want = []
+        for ds in (stored, new):
+            at = ((ds.pair_dataset.values == list(ds.dataset.values).index(coords["datasets"][d])
+                   if coords["datasets"][d] in ds.dataset.values else False)
+                  & (ds.pair_model.values == (list(ds.model.values).index(coords["models"][m])
+                                              if coords["models"][m] in ds.model.values else -1))
+                  & (ds.pair_phase.values == p))
+            want.append(np.round(ds.residual.values[at] * 1e9).astype(np.int64))
+        assert np.array_equal(rows_["residual_ns"], np.concatenate(want)), s
+    # A replaced model's stored pairs are left out (and still checked: every stored batch is seen).
     model = str(stored.model.values[0])
-    dropped = stream_shares(stored, new, replaced={d: [model] for d in datasets}, datasets=datasets,
-                            models=models, stations=stations)
-    m = models.index(model)
-    assert all(share[0] is None for s, share in dropped.items() if (s // 2) % len(models) == m)
+    seen.clear()
+    dropped = stream_shares(stored, new, replaced={d: [model] for d in coords["datasets"]}, rows=rows, **coords,
+                            check=lambda lo, batch: seen.append((lo, batch["residual"].size)))
+    assert sum(n for _, n in seen) == stored.sizes["pair"]
+    m = coords["models"].index(model)
+    new_of_model = int((new.pair_model.values == list(new.model.values).index(model)).sum())
+    assert sum(share["station"].size for s, ss in dropped.items() if (s // 2) % nm == m
+               for share in ss) == new_of_model
+
+
+@pytest.mark.parametrize("rows", [7, 1])
+def test_the_merged_pairs_do_not_depend_on_the_batches(rows):
+    from pickscale.engine.pairs import streams_of
+    from pickscale.options import Options
+
+    ref, picks, cut = generated()
+    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
+    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
+    options = Options.from_attrs(stored.attrs["options"])
+
+    def merged(n):
+        return merge_results(stored, new, same_arrivals={},
+                             streams=lambda shares_of, nd, nm: streams_of(shares_of(rows=n), None, options=options,
+                                                                          n_datasets=nd, n_models=nm))
+    a, b = merged(BATCH_ROWS), merged(rows)
+    same(a, b)
+    for name in PAIRS:
+        assert np.array_equal(a[name].values, b[name].values), name
 
 
 def test_streams_merged_here_equal_the_station_by_station_merge():
@@ -62,8 +105,8 @@ def test_streams_merged_here_equal_the_station_by_station_merge():
     options = Options.from_attrs(stored.attrs["options"])
     by_station = merge_results(stored, new, same_arrivals={})
     by_stream = merge_results(stored, new, same_arrivals={},
-                              streams=lambda shares, nd, nm: streams_of(shares, None, options=options,
-                                                                        n_datasets=nd, n_models=nm))
+                              streams=lambda shares_of, nd, nm: streams_of(shares_of(), None, options=options,
+                                                                           n_datasets=nd, n_models=nm))
     same(by_station, by_stream)
 
 

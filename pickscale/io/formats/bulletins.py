@@ -6,6 +6,9 @@
 A bulletin (QuakeML, SC3ML, NonLinLoc ``.hyp``, hypoDD ``.pha``, Nordic,
 IMS1.0 ...) is read with ``obspy.read_events`` on the client (bulletins are
 small) and converted by :func:`~pickscale.io.formats.quakeml.catalog_to_frame`.
+The XML root element (:func:`xml_root`, :func:`is_bulletin_root`) and
+:data:`OBSPY_HINT` are :mod:`pickscale.io.sniff`'s, below the readers (the CSV
+reader's messages name a bulletin too); they are importable here as before.
 ObsPy is an optional dependency (``pip install 'pickscale[obspy]'``): it is
 imported only when a bulletin is read, never by the core or the workers.
 """
@@ -21,6 +24,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ..normalised import NOTES_ATTR
+from ..sniff import OBSPY_HINT, is_bulletin_root, xml_root
 from ..sources import has_magic, listed_suffixes
 from ..storage import open_input
 from .quakeml import catalog_to_frame
@@ -41,9 +45,6 @@ __all__ = [
 #: File name endings read as bulletins (through ``obspy.read_events``, format detected by ObsPy):
 #: QuakeML, SC3ML/SCML, NonLinLoc ``.hyp``, hypoDD ``.pha``, Nordic, IMS1.0.
 BULLETIN_SUFFIXES = (".xml", ".qml", ".quakeml", ".sc3ml", ".scml", ".hyp", ".pha", ".nordic", ".ims")
-#: What a user without ObsPy is told.
-OBSPY_HINT = "reading a bulletin (QuakeML, SC3ML, NonLinLoc, hypoDD ...) needs ObsPy: pip install 'pickscale[obspy]'"
-_BULLETIN_ROOTS = ("quakeml", "seiscomp", "eventparameters")
 _SNIFF = 4096
 
 
@@ -54,40 +55,6 @@ def _obspy() -> Any:
     except ImportError:
         raise InputError(OBSPY_HINT + ".") from None
     return read_events
-
-
-def xml_root(head: bytes) -> str | None:
-    """The local name of the root element of an XML document's first bytes, or None if not XML.
-
-    Examples
-    --------
-    >>> xml_root(b"<?xml version='1.0'?>\\n<!-- c -->\\n<q:quakeml xmlns:q='x'>")
-    'quakeml'
-    >>> xml_root(b"station,phase") is None
-    True
-    """
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not text.startswith(b"<"):
-        return None
-    i = 0
-    while True:
-        j = text.find(b"<", i)
-        if j < 0 or j + 1 >= len(text):
-            return ""
-        nxt = text[j + 1:j + 2]
-        if nxt in (b"?", b"!"):
-            end = text.find(b">", j)
-            if end < 0:
-                return ""
-            i = end + 1
-            continue
-        name = text[j + 1:].split(None, 1)[0].split(b">", 1)[0].split(b"/", 1)[0]
-        return name.split(b":")[-1].decode("utf-8", "replace")
-
-
-def is_bulletin_root(root: str | None) -> bool:
-    """Whether an XML root element name is a bulletin's (QuakeML, SeisComP)."""
-    return root is not None and root != "" and root.casefold() in _BULLETIN_ROOTS
 
 
 def text_bulletin(head: bytes) -> str | None:

@@ -1,7 +1,9 @@
 """A dict ``{name: input}``: the name is the **model** of picks, the **dataset** of a reference.
 
 Each value is opened by the first reader of the table that claims it and
-accepts dict values in that role (``in_dicts``), then labelled with its key.
+accepts dict values in that role (``in_dicts``), then labelled with its key:
+the table's own dispatcher (:func:`~pickscale.io.formats.reader.dispatchers`)
+picks it, as for any input.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import pandas as pd
 
 from ...errors import InputError
 from ..normalised import NOTES_ATTR
-from .reader import LABEL, SourceReader
+from .reader import LABEL, SourceReader, dispatchers
 
 __all__ = ["ModelDict"]
 
@@ -36,8 +38,7 @@ class ModelDict(SourceReader):
 
     def open(self, source: Any, *, role: str, manual_only: bool = False, dataset: str | None = None,
              name: str | None = None) -> pd.DataFrame:
-        from .registry import reader_for  # (the registry imports this module)
-
+        reader_for = dispatchers().reader_for
         column = LABEL[role]
         frames = []
         for label, obj in source.items():

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ...errors import InputError
+from ..sniff import not_text_reason
 from ..sources import PARQUET_SUFFIXES
 from ..storage import open_input
-from .csv_files import not_text_reason
 from .reader import FileReader, Probe
 
 __all__ = ["PARQUET_MAGIC", "ParquetFiles"]

@@ -17,12 +17,18 @@ table      a table as read (its columns)                          the table in l
 
 Source readers run on the client; file readers in the read tasks (they must
 stay lean: no ObsPy, SeisBench, xarray); layout readers in the normaliser.
+
+The registry imports the readers; a reader never imports the registry.  A
+reader that dispatches again (a dict opens each value with the reader the
+table picks for it; CSV leaves a file to any other reader that claims it)
+asks :func:`dispatchers`, which the registry passes in when it builds the
+table (:func:`use_dispatchers`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Literal, NamedTuple
 
 import pandas as pd
@@ -31,7 +37,7 @@ from ...errors import InputError
 from ..sniff import check_codec, compression_of, read_head
 
 __all__ = ["Stage", "Probe", "probe_of", "Described", "Reader", "SourceReader", "FileReader", "LayoutReader",
-           "LABEL", "with_dataset"]
+           "LABEL", "with_dataset", "Dispatchers", "dispatchers", "use_dispatchers"]
 
 Stage = Literal["source", "file", "table"]
 
@@ -213,3 +219,32 @@ class LayoutReader(Reader):
     def open(self, raw: pd.DataFrame, *, carry: Iterable[str] = ()) -> pd.DataFrame:
         """``raw`` in long form (``carry``: further columns kept, by name)."""
         raise NotImplementedError
+
+
+class Dispatchers(NamedTuple):
+    """The dispatchers of the table of readers that a reader dispatches through again (:mod:`.registry`'s own)."""
+
+    #: ``reader_for(source, *, converts=None, in_dict=None)``: the source reader that claims ``source``, or None.
+    reader_for: Callable[..., SourceReader | None]
+    #: ``claimed_elsewhere(probe, reader)``: whether a source or file reader other than ``reader`` claims the file.
+    claimed_elsewhere: Callable[[Probe, Reader], bool]
+
+
+_dispatchers: Dispatchers | None = None
+
+
+def use_dispatchers(table: Dispatchers) -> None:
+    """Make ``table`` what :func:`dispatchers` returns: the registry passes its own in, once it has built the table."""
+    global _dispatchers
+    _dispatchers = table
+
+
+def dispatchers() -> Dispatchers:
+    """The table's dispatchers, for a reader that dispatches again (:func:`use_dispatchers`).
+
+    They are set as soon as :mod:`pickscale.io` is imported (its package imports the registry), so before any
+    reader is asked anything.
+    """
+    if _dispatchers is None:
+        raise RuntimeError("the table of readers (pickscale.io.formats.registry) is not built yet")
+    return _dispatchers

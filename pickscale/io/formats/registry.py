@@ -9,6 +9,13 @@ changes.
   :func:`as_frame` — the same, for the readers that convert (bulletins, Catalogs, picks, dicts);
 - :func:`file_reader_for` — one listed file (in the read tasks: :func:`pickscale.io.read_raw`);
 - :func:`layout_for` — a table as read, in a tool's own layout (EQTransformer).
+
+The registry sits on top: it imports the readers, none of them imports it.
+What a reader or the listing of sources dispatches through again (a dict's
+values, CSV leaving a file to another reader, the endings a folder is
+searched for) is passed down from here when the table is built
+(:func:`~.reader.use_dispatchers`, :func:`~pickscale.io.sources.use_listed_suffixes`),
+as these functions, which read :data:`READERS` when called.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..sources import use_listed_suffixes
 from .bulletins import BulletinFiles
 from .csv_files import CsvFiles
 from .dicts import ModelDict
@@ -24,7 +32,7 @@ from .eqtransformer import EqtTables
 from .frames import DaskFrame, PandasFrame
 from .parquet_files import ParquetFiles
 from .quakeml import ObspyCatalog
-from .reader import LABEL, FileReader, LayoutReader, Probe, Reader, SourceReader
+from .reader import LABEL, Dispatchers, FileReader, LayoutReader, Probe, Reader, SourceReader, use_dispatchers
 from .seisbench import SeisbenchPicks
 
 __all__ = ["READERS", "reader_for", "as_frame", "file_reader_for", "named_reader", "layout_for",
@@ -178,3 +186,7 @@ def layout_for(columns: Any) -> LayoutReader | None:
     True
     """
     return next((r for r in READERS if isinstance(r, LayoutReader) and r.guess_can_open(columns)), None)
+
+
+use_dispatchers(Dispatchers(reader_for=reader_for, claimed_elsewhere=claimed_elsewhere))
+use_listed_suffixes(listed_suffixes)

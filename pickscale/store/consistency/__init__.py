@@ -53,11 +53,12 @@ import pathlib
 import xarray as xr
 
 from .attributes import _check_attributes, stored_options
-from .counts import _check_counts, _check_exact_sums, _check_pairs
+from .counts import _check_counts, _check_exact_sums
 from .layout import _check_layout
+from .pairs import PairCheck, check_pairs_whole
 from .readings import _check_derived, _check_intervals
 
-__all__ = ["check_results", "check_pairs", "is_results", "stored_options"]
+__all__ = ["check_results", "check_pairs", "is_results", "stored_options", "PairCheck"]
 
 #: Markers of a results Dataset (what :func:`pickscale.score` returns): a store holding one is checked.
 _RESULT_VARIABLES = ("model_present", "station_scored")
@@ -104,7 +105,7 @@ def check_results(store: pathlib.Path, ds: xr.Dataset, *, pairs: bool = True) ->
     _check_counts(store, ds, options)
     _check_exact_sums(store, ds)
     if pairs:
-        _check_pairs(store, ds, options)
+        check_pairs_whole(store, ds, options)
     _check_derived(store, ds, options, pairs=pairs)
     _check_intervals(store, ds, options)
 
@@ -118,4 +119,4 @@ def check_pairs(store: pathlib.Path, ds: xr.Dataset) -> None:
     ``extend`` derives again from the merged pairs instead.
     """
     if is_results(ds):
-        _check_pairs(store, ds, stored_options(store, ds.attrs))
+        check_pairs_whole(store, ds, stored_options(store, ds.attrs))

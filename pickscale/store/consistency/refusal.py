@@ -51,8 +51,11 @@ def _label(ds: xr.Dataset, dim: str, index: int) -> str:
 
 
 def _refuse(store: pathlib.Path, ds: xr.Dataset, name: Hashable, bad: xr.DataArray | np.ndarray, what: str,
-            dims: Sequence[Hashable] | None = None) -> None:
-    """Raise naming ``name`` and the first cells where ``bad`` is True, if any is."""
+            dims: Sequence[Hashable] | None = None, offsets: Mapping[str, int] | None = None) -> None:
+    """Raise naming ``name`` and the first cells where ``bad`` is True, if any is.
+
+    ``offsets[dim]``: where ``bad`` starts along ``dim`` (a batch of a longer dimension), for the labels.
+    """
     if isinstance(bad, xr.DataArray):
         labels, values = tuple(bad.dims), np.asarray(bad.values)
     else:
@@ -62,7 +65,9 @@ def _refuse(store: pathlib.Path, ds: xr.Dataset, name: Hashable, bad: xr.DataArr
         return
     count = int(np.count_nonzero(values))
     first = np.argwhere(values)[:_SHOWN]
-    cells = "; ".join(", ".join(_label(ds, str(d), int(i)) for d, i in zip(labels, cell)) or "the value"
+    at = offsets or {}
+    cells = "; ".join(", ".join(_label(ds, str(d), int(i) + at.get(str(d), 0)) for d, i in zip(labels, cell))
+                      or "the value"
                       for cell in first)
     more = " …" if count > _SHOWN else ""
     raise _bad_variable(store, ds, name, f"{what}: {count} cell(s) break it ({cells}{more})")
