@@ -3,7 +3,7 @@
 Run ``python benchmarks/coverage.py`` (``--write`` records the table in ``benchmarks/README.md``; ~3 min on
 2 cores with the defaults).  A known finite population of stations is the truth; a study scores a random
 subset of it (without replacement) and draws its intervals with pickscale's own kernels
-(:mod:`pickscale.metrics.bootstrap`: the multinomial station weights from a dataset's generator, the
+(:mod:`pickscale.metrics.resampling`: the multinomial station weights from a dataset's generator, the
 weighted totals, the recall kernel, the leave-one-station-out totals, and the two interval rules), exactly as
 :func:`pickscale.bootstrap` does on a results Dataset's counts.
 
@@ -36,7 +36,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from pickscale.metrics import bootstrap as kernels
+from pickscale.metrics import resampling as kernels
 
 SIZES = (20, 50, 200)
 #: (label, model index or (a, b) pair): recall of A, B; differences A − B (true ≠ 0) and A − C (true 0).

@@ -9,7 +9,7 @@ reference is not exhaustive, so precision is a lower bound).  Three models:
     (residual spread 0.03 s).
 ``late``
     Finds the same arrivals as ``sharp`` but 0.15 s late: equal recall, a
-    0.15 s bias, a collapsed ``within_0.1``.
+    0.15 s bias, a collapsed ``fraction_within_0.1``.
 ``liberal``
     Also finds the hard arrivals, at low confidence, and its confidences are
     inflated, so it emits about twice the picks at the shared threshold: the
@@ -179,7 +179,7 @@ def facts(frames: dict[str, pd.DataFrame], *, group_by: str | None = None) -> li
     """What the reader should see in the demo's tables, read off those tables.
 
     Each line states a fact that was built into the catalogue, with the number
-    pickscale measured for it.  Recall, precision and ``within_0.1`` are pooled
+    pickscale measured for it.  Recall, precision and ``fraction_within_0.1`` are pooled
     over the demo's datasets (from the counts); the bias (a median) and the
     recall at the matched budget (a per-dataset reading) are means over the
     datasets, and say so.  Column names follow the table (``precision`` with
@@ -200,19 +200,20 @@ def facts(frames: dict[str, pd.DataFrame], *, group_by: str | None = None) -> li
         at_budget = det[det.phase == phase].groupby("model")["recall_at_budget"].mean()
         t = tim[tim.phase == phase]
         bias = t.groupby("model")["bias"].mean()
-        within = (t["within_0.1"] * t["n"]).groupby(t["model"]).sum() / t.groupby("model")["n"].sum()
+        pairs = t.groupby("model")["n_pairs"].sum()
+        within = (t["fraction_within_0.1"] * t["n_pairs"]).groupby(t["model"]).sum() / pairs
         lines.append(
             f"{phase}: late is as good at detection as sharp (recall {recall['late']:.3f} vs "
             f"{recall['sharp']:.3f}) but {bias['late']:.3f} s late (median, {mean_of}; built in: 0.150 s); "
-            f"within_0.1 drops from {within['sharp']:.2f} to {within['late']:.2f}."
+            f"fraction_within_0.1 drops from {within['sharp']:.2f} to {within['late']:.2f}."
         )
         lines.append(
             f"{phase}: liberal has the highest recall at the shared threshold ({recall['liberal']:.3f}) "
             f"and the lowest {precision} ({prec['liberal']:.3f}); at the matched budget the three recalls "
             f"agree ({mean_of}): " + ", ".join(f"{m} {at_budget[m]:.3f}" for m in MODELS) + "."
         )
-    lines.append("Recall, precision and within_0.1 are pooled over the datasets; every per-dataset number is in "
-                 "detection.csv and timing.csv.")
+    lines.append("Recall, precision and fraction_within_0.1 are pooled over the datasets; every per-dataset number is "
+                 "in detection.csv and timing.csv.")
     if group_by is not None and "by_group" in frames and group_by.split(":")[0] == "magnitude" and ":" in group_by:
         lines.append(_by_group_fact(frames["by_group"], group_by))
     return lines

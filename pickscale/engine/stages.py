@@ -51,7 +51,7 @@ from dask import delayed
 
 from ..errors import InputError, OptionsError, emit_warnings
 from ..io import Normalised, check_columns, join_failures, station_key_of
-from ..io.coverage import read_coverage
+from ..io.coverage_file import read_coverage
 from ..io.normalise import kept_name
 from ..kernel import Partial, StationStack, combine_partials, score_station
 from ..kernel.bins import scored_edges, stretched_span

@@ -37,7 +37,6 @@ from .columns import ALIASES, COLUMNS, DEFAULTS, REQUIRED, check_columns
 from .fields import STATION_KEYS, map_phase, parse_conf, parse_label, parse_phase, parse_station, station_key_of
 from .messages import DROP_HINT, join_failures
 from .normalise import normalise
-from .normalised import NOTES_ATTR, Normalised
 from .parquet import (
     csv_to_parquet,
     hive_columns,
@@ -48,6 +47,7 @@ from .parquet import (
 )
 from .raw import read_raw
 from .sources import resolve_sources
+from .table import NOTES_ATTR, Normalised
 from .times import parse_time, time_zones
 
 __all__ = [

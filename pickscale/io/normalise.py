@@ -22,7 +22,7 @@ from .fields import (
 )
 from .formats.registry import layout_for
 from .messages import describe_invalid, invalid_rows_message
-from .normalised import NOTES_ATTR, Normalised, attach_report
+from .table import NOTES_ATTR, Normalised, attach_report
 from .text import Text, defused
 from .times import parse_time, time_zones
 

@@ -15,16 +15,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from .grid import GRID_NAMES, residual_grid
 
-__all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "timing_stats", "timing_sweep",
+__all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "ALONG", "timing_stats", "timing_sweep",
            "residual_quantile", "pair_statistics", "residual_mode", "CONCENTRATED_SHARE", "CONCENTRATED_RATIO",
            "CONCENTRATED_MIN_PAIRS", "concentrated", "lay_out"]
 
-#: Tolerances (s) of the ``within_*`` fractions.
+#: The bounds (s) of ``fraction_within``: the labels of its dim ``within``.
 WITHIN: tuple[float, ...] = (0.1, 0.25, 0.5)
-#: The statistics, in table order.
+#: The statistics, in table order.  ``fraction_within`` is one array along ``within`` (:data:`WITHIN`, its
+#: last axis; :data:`ALONG`); every other statistic is one number.
 TIMING_NAMES: tuple[str, ...] = (
-    "n", "mae", "rmse", "medae", "bias", "mean", "std", "gross_error_rate",
-) + tuple(f"within_{w:g}" for w in WITHIN)
+    "n_pairs", "mae", "rmse", "medae", "bias", "residual_mean", "residual_std", "gross_error_rate", "fraction_within",
+)
+#: The statistics with an axis of their own, last: its dim and its labels.
+ALONG: dict[str, tuple[str, tuple[float, ...]]] = {"fraction_within": ("within", WITHIN)}
 #: The residual quantiles of the timing table (SPEC §5): the 10th and 90th percentiles of e and its
 #: interquartile range p75 − p25.  Not in the sweep table (its columns are :data:`TIMING_NAMES`).
 QUANTILE_NAMES: tuple[str, ...] = ("p10", "p90", "iqr")
@@ -86,37 +89,37 @@ def _quantiles(e_ns: NDArray[np.int64]) -> dict[str, float]:
 
 
 def _stats_sorted(e: NDArray[np.float64], a: NDArray[np.float64], tol: float,
-                  e_ns: NDArray[np.int64] | None = None) -> dict[str, float]:
+                  e_ns: NDArray[np.int64] | None = None) -> dict[str, Any]:
     """Statistics of residuals ``e`` (sorted ascending) with ``a = sorted(abs(e))``.
 
     With ``e_ns`` (the same residuals in integer ns, sorted), also the quantiles of :data:`QUANTILE_NAMES`.
     """
     n = e.size
     if n == 0:
-        out = dict.fromkeys(TIMING_NAMES, np.nan)
-        out["n"] = 0
+        out: dict[str, Any] = dict.fromkeys(TIMING_NAMES, np.nan)
+        out["n_pairs"] = 0
+        out["fraction_within"] = np.full(len(WITHIN), np.nan)
         if e_ns is not None:
             out.update(_quantiles(e_ns))
         return out
     out = {
-        "n": n,
+        "n_pairs": n,
         "mae": float(np.sum(a) / n),
         "rmse": float(np.sqrt(np.sum(e * e) / n)),
         "medae": _median_sorted(a),
         "bias": _median_sorted(e),
-        "mean": float(np.sum(e) / n),
-        "std": float(np.std(e, ddof=1)) if n >= 2 else np.nan,
+        "residual_mean": float(np.sum(e) / n),
+        "residual_std": float(np.std(e, ddof=1)) if n >= 2 else np.nan,
         # a is sorted: counts are searchsorted positions.
         "gross_error_rate": float(n - np.searchsorted(a, tol, side="right")) / n,
+        "fraction_within": np.array([float(np.searchsorted(a, w, side="right")) / n for w in WITHIN]),
     }
-    for w in WITHIN:
-        out[f"within_{w:g}"] = float(np.searchsorted(a, w, side="right")) / n
     if e_ns is not None:
         out.update(_quantiles(e_ns))
     return out
 
 
-def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, float]:
+def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, Any]:
     """SPEC §5 onset-time statistics of one set of residuals.
 
     Parameters
@@ -130,21 +133,21 @@ def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, float]:
     Returns
     -------
     dict
-        ``n`` (int); ``mae`` = mean |e|; ``rmse`` = sqrt(mean e²); ``medae`` =
-        median |e|; ``bias`` = median e (early < 0 < late); ``mean``; ``std``
-        (ddof = 1, NaN when n < 2); ``gross_error_rate``; ``within_0.1``,
-        ``within_0.25``, ``within_0.5`` = fraction with |e| <= 0.1, 0.25, 0.5 s
-        (inclusive); ``p10``, ``p90`` = 10th and 90th percentiles of e and
+        ``n_pairs`` (int); ``mae`` = mean |e|; ``rmse`` = sqrt(mean e²); ``medae`` =
+        median |e|; ``bias`` = median e (early < 0 < late); ``residual_mean`` = mean e;
+        ``residual_std`` (ddof = 1, NaN when n_pairs < 2); ``gross_error_rate``;
+        ``fraction_within`` = the fractions with |e| <= 0.1, 0.25, 0.5 s (inclusive), an array along
+        :data:`WITHIN`; ``p10``, ``p90`` = 10th and 90th percentiles of e and
         ``iqr`` = p75 − p25 (:func:`residual_quantile`).  All in seconds or
-        fractions; NaN when n = 0.  Perfect:
-        0 for the errors, 1 for the ``within_*`` fractions.  Reference:
+        fractions; NaN when n_pairs = 0.  Perfect:
+        0 for the errors, 1 for ``fraction_within``.  Reference:
         Münchmeyer et al. (2022) for MAE/RMSE/outlier fractions.
 
     Examples
     --------
     >>> s = timing_stats([-100_000_000, 100_000_000, 300_000_000, 600_000_000], tol=0.5)
-    >>> round(s["mae"], 3), round(s["bias"], 3), s["gross_error_rate"], s["within_0.1"]
-    (0.275, 0.2, 0.25, 0.5)
+    >>> round(s["mae"], 3), round(s["bias"], 3), s["gross_error_rate"], s["fraction_within"].tolist()
+    (0.275, 0.2, 0.25, [0.5, 0.5, 0.75])
     """
     e_ns = np.sort(np.asarray(residual_ns, dtype=np.int64))
     e = e_ns / 1e9
@@ -155,13 +158,14 @@ def timing_sweep(residual_ns: ArrayLike, conf: ArrayLike, thresholds: ArrayLike,
                  tol: float) -> dict[str, NDArray[Any]]:
     """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) at every threshold: over the pairs with ``conf >= θ``.
 
-    One sort serves every threshold: masking a sorted array keeps it sorted.
+    One sort serves every threshold: masking a sorted array keeps it sorted.  Each statistic is an array
+    along the thresholds (``fraction_within``: thresholds × :data:`WITHIN`).
 
     Examples
     --------
     >>> out = timing_sweep([100_000_000, -200_000_000], [0.9, 0.4], [0.3, 0.5, 0.95], tol=0.5)
-    >>> out["n"].tolist(), out["mae"].round(3).tolist()
-    ([2, 1, 0], [0.15, 0.1, nan])
+    >>> out["n_pairs"].tolist(), out["mae"].round(3).tolist(), out["fraction_within"].shape
+    ([2, 1, 0], [0.15, 0.1, nan], (3, 3))
     """
     residual_ns = np.asarray(residual_ns, dtype=np.int64)
     conf = np.asarray(conf, dtype=np.float64)
@@ -175,9 +179,15 @@ def timing_sweep(residual_ns: ArrayLike, conf: ArrayLike, thresholds: ArrayLike,
     for theta in np.asarray(thresholds, dtype=np.float64):
         keep = e_conf >= theta
         rows.append(_stats_sorted(e_sorted[keep], a_sorted[a_conf >= theta], float(tol), e_ns_sorted[keep]))
-    out = {name: np.array([r[name] for r in rows], dtype=np.float64) for name in TIMING_NAMES + QUANTILE_NAMES}
-    out["n"] = out["n"].astype(np.int64)
+    out = {name: np.array([r[name] for r in rows], dtype=np.float64).reshape(len(rows), *_along(name))
+           for name in TIMING_NAMES + QUANTILE_NAMES}
+    out["n_pairs"] = out["n_pairs"].astype(np.int64)
     return out
+
+
+def _along(name: str) -> tuple[int, ...]:
+    """The shape of one value of statistic ``name``: ``(len(WITHIN),)`` for ``fraction_within``, else ``()``."""
+    return (len(ALONG[name][1]),) if name in ALONG else ()
 
 
 #: SPEC §5, "Concentrated residuals": flagged when the most common residual holds more than this share of the
@@ -230,14 +240,14 @@ def pair_statistics(residual_ns: ArrayLike, conf: ArrayLike, group: ArrayLike, *
     ``conf >= threshold``; ``"grid"``: :func:`pickscale.metrics.grid.residual_grid` of the same pairs;
     ``"by_group"``: with ``n_groups``, the
     :data:`GROUP_NAMES` of the pairs at ``conf >= threshold`` whose arrival is in each group (``group``:
-    the arrival group's code, 0 … n_groups − 1), as (n_groups,) arrays (NaN, n = 0, for a group without
-    pairs); empty without groups.  Pairs in any order.
+    the arrival group's code, 0 … n_groups − 1), as (n_groups,) arrays (``fraction_within``: n_groups ×
+    :data:`WITHIN`; NaN, n_pairs = 0, for a group without pairs); empty without groups.  Pairs in any order.
 
     Examples
     --------
     >>> out = pair_statistics([100_000_000, -200_000_000, 300_000_000], [0.9, 0.4, 0.8], [0, 1, 0],
     ...                       thresholds=[0.3, 0.5], tol=0.5, threshold=0.5, n_groups=2)
-    >>> out["sweep"]["n"].tolist(), out["by_group"]["n"].tolist(), out["by_group"]["mae"].round(3).tolist()
+    >>> out["sweep"]["n_pairs"].tolist(), out["by_group"]["n_pairs"].tolist(), out["by_group"]["mae"].round(3).tolist()
     ([3, 2], [2, 0], [0.2, nan])
     """
     residual_ns = np.asarray(residual_ns, dtype=np.int64)
@@ -249,8 +259,8 @@ def pair_statistics(residual_ns: ArrayLike, conf: ArrayLike, group: ArrayLike, *
     if not n_groups:
         return out
     codes, res = np.asarray(group)[keep], residual_ns[keep]
-    by_group = {name: np.full(n_groups, np.nan) for name in GROUP_NAMES}
-    by_group["n"] = np.zeros(n_groups, dtype=np.int64)
+    by_group = {name: np.full((n_groups, *_along(name)), np.nan) for name in GROUP_NAMES}
+    by_group["n_pairs"] = np.zeros(n_groups, dtype=np.int64)
     for g in np.unique(codes):
         one = timing_stats(res[codes == g], tol=tol)
         for name in GROUP_NAMES:
@@ -263,23 +273,24 @@ def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple
             n_groups: int, grouped: bool) -> dict[str, dict[str, NDArray[Any]]]:
     """Each stream's :func:`pair_statistics` placed on (dataset, model, phase[, threshold | group]).
 
-    ``streams[(d, m, p)]``; ``shape`` = (datasets, models).  Where a stream has no pairs: NaN, n = 0 (and
-    a mode of 0 pairs).  ``by_group`` is empty unless ``grouped``.
+    ``streams[(d, m, p)]``; ``shape`` = (datasets, models).  Where a stream has no pairs: NaN, n_pairs = 0 (and
+    a mode of 0 pairs).  ``by_group`` is empty unless ``grouped``.  ``fraction_within`` has the axis
+    ``within`` (:data:`ALONG`) last.
 
     Examples
     --------
     >>> one = pair_statistics([0, 0], [0.9, 0.9], [0, 0], thresholds=[0.5], tol=0.5, threshold=0.5, n_groups=0)
     >>> out = lay_out({(0, 1, 0): one}, shape=(1, 2), n_thresholds=1, n_groups=0, grouped=False)
-    >>> out["sweep"]["n"][0, :, 0, 0].tolist(), out["mode"]["count"][0, :, 0].tolist()
+    >>> out["sweep"]["n_pairs"][0, :, 0, 0].tolist(), out["mode"]["count"][0, :, 0].tolist()
     ([0, 2], [0, 2])
     """
     nd, nm = shape
-    sweep = {name: np.full((nd, nm, 2, n_thresholds), np.nan) for name in TIMING_NAMES + QUANTILE_NAMES}
-    sweep["n"] = np.zeros((nd, nm, 2, n_thresholds), dtype=np.int64)
+    sweep = {name: np.full((nd, nm, 2, n_thresholds, *_along(name)), np.nan) for name in TIMING_NAMES + QUANTILE_NAMES}
+    sweep["n_pairs"] = np.zeros((nd, nm, 2, n_thresholds), dtype=np.int64)
     by_group: dict[str, NDArray[Any]] = {}
     if grouped:
-        by_group = {name: np.full((nd, nm, 2, n_groups), np.nan) for name in GROUP_NAMES}
-        by_group["n"] = np.zeros((nd, nm, 2, n_groups), dtype=np.int64)
+        by_group = {name: np.full((nd, nm, 2, n_groups, *_along(name)), np.nan) for name in GROUP_NAMES}
+        by_group["n_pairs"] = np.zeros((nd, nm, 2, n_groups), dtype=np.int64)
     mode = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in ("n", "residual_ns", "count", "second")}
     grid = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in GRID_NAMES}  # SPEC §5, on a grid
     for (d, m, p), one in streams.items():

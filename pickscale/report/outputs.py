@@ -361,12 +361,16 @@ def print_tables(frames: Mapping[str, pd.DataFrame], options_exhaustive: bool, *
             for dataset, phase in unscored:
                 print(f"dataset {dataset} has no reference {phase} arrivals: {phase} rows not printed "
                       "(emitted counts in detection.csv)")
-    shown = {c if c in frames["detection"].columns else c.removesuffix("_lb") for c in PRINTED_COLUMNS["detection"]}
-    rest = [str(c) for c in frames["detection"].columns if c not in shown]
-    if rest:
+    rests = []
+    for name in PRINTED:
+        if name in PRINTED_COLUMNS and name in frames:
+            shown = {c if c in frames[name].columns else c.removesuffix("_lb") for c in PRINTED_COLUMNS[name]}
+            rest = [str(c) for c in frames[name].columns if c not in shown]
+            if rest:
+                rests.append(f"{name}.csv also {', '.join(rest)}")
+    if rests:
         # Wrapped: the terminal keeps 120 columns, and the list grows with the table (best_on_edge, SPEC §7).
-        print("\n" + textwrap.fill(f"The CSV files hold every column (detection.csv also {', '.join(rest)}).",
-                                   width=120))
+        print("\n" + textwrap.fill(f"The CSV files hold every column ({'; '.join(rests)}).", width=120))
     if not options_exhaustive:
         print("\n_lb = lower bound: an unmatched pick may be a real arrival the analyst never marked\n"
               "(use --exhaustive if the reference marks every arrival).")

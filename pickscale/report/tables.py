@@ -8,9 +8,13 @@ CSV values are written at full precision; printed tables round to 3 decimals.
 
 The tables are declared in :data:`TABLES`: each its keys (the dims of its rows) and its columns, each a
 variable of the results (:mod:`pickscale.results.registry`, or a count summed over stations) read at
-those keys; one builder (:func:`_build`) makes every such table.  The tables that are more than a
-selection keep a small function of their own (:attr:`Table.build`, each says why).  A new table is one
-more entry of :data:`TABLES`.
+those keys; one builder (:func:`_build`) makes every such table.  A column that is one variable read at the
+keys is named as the variable (less the family's ending in a table keyed by the family's dim: ``recall`` of
+``recall_at_tol`` in ``tolerance.csv``); one made from a count otherwise is named for what it counts
+(``n_picks``: ``cal_n`` summed over the bins; ``extra``).  A variable with a dim of its own that is not a key
+(``fraction_within``, dim ``within``) is one column per label, ``<name>_<label>`` (``fraction_within_0.1``:
+:func:`headers`).  The tables that are more than a selection keep a small function of their own
+(:attr:`Table.build`, each says why).  A new table is one more entry of :data:`TABLES`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import detection
-from ..metrics.timing import GROUP_NAMES, QUANTILE_NAMES, TIMING_NAMES
+from ..metrics.timing import ALONG, GROUP_NAMES, QUANTILE_NAMES, TIMING_NAMES
 from ..options import Options
 from ..results.rates import pick_rates
 
@@ -33,7 +37,7 @@ if TYPE_CHECKING:  # xarray is imported on use: `import pickscale` stays light f
     import xarray as xr
 
 __all__ = ["tables", "write_tables", "format_table", "to_csv_bytes", "TABLE_NAMES", "OPTIONAL_TABLES", "PRINTED",
-           "PRINTED_COLUMNS", "NA_REP", "Column", "Table", "TABLES", "shown_in"]
+           "PRINTED_COLUMNS", "NA_REP", "Column", "Table", "TABLES", "shown_in", "headers"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,15 @@ class Column:
     shared : bool
         Read at the shared threshold (each phase at its own, SPEC §2), where the variable has thresholds.
     over : tuple of str
-        Summed over these dims too (``n`` of ``calibration.csv``: over the bins).
+        Summed over these dims too (``n_picks`` of ``calibration.csv``: ``cal_n`` over the bins).
     minus : str, optional
         Less this variable, read the same way (``extra = emitted - matched``).
     optional : bool
         Left out where the results lack the variable (stores written before it).
+    across : str, optional
+        A dim of the variable that is not a key of the table: one column per label, ``<name>_<label>``
+        (:func:`headers`); by default the variable's own axis (:data:`~pickscale.metrics.timing.ALONG`:
+        ``within`` of ``fraction_within``).
     """
 
     name: str
@@ -63,6 +71,11 @@ class Column:
     over: tuple[str, ...] = ()
     minus: str | None = None
     optional: bool = False
+    across: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.across is None and (self.source or self.name).removesuffix("_by_group") in ALONG:
+            object.__setattr__(self, "across", ALONG[(self.source or self.name).removesuffix("_by_group")][0])
 
 
 @dataclass(frozen=True)
@@ -180,7 +193,15 @@ def _build(table: Table, reader: _Reader) -> pd.DataFrame:
     import xarray as xr
 
     ds, lb = reader.ds, reader.lb
-    columns = {lb(c.name): reader.column(c) for c in table.columns if not c.optional or reader.has(c)}
+    columns = {}
+    for c in table.columns:
+        if not c.optional or reader.has(c):
+            value = reader.column(c)
+            if c.across is None:
+                columns[lb(c.name)] = value
+            else:  # one column per label (SPEC §8): fraction_within_0.1, …
+                for k, header in enumerate(headers(lb(c.name), value[c.across].values)):
+                    columns[header] = value.isel({c.across: k}, drop=True)
     for name in table.intervals:
         for end in ("_lo", "_hi"):
             if lb(name) + end in ds:
@@ -263,8 +284,8 @@ def events(ds: xr.Dataset) -> pd.DataFrame:
 def budgets(ds: xr.Dataset) -> pd.DataFrame:
     """SPEC §7 with several budgets: recall_at_budget at each, one row per (dataset, phase, model, budget).
 
-    A builder of its own: the column and its interval are ``recall_at_budgets`` renamed (dim ``budgets``
-    becomes the key ``budget``).
+    A builder of its own: the column and its interval are ``recall_at_budgets`` named as in
+    ``detection.csv`` (``recall_at_budget``: one budget per row, the key ``budget``, the variable's dim).
 
     Examples
     --------
@@ -284,8 +305,8 @@ def budgets(ds: xr.Dataset) -> pd.DataFrame:
     for end in ("_lo", "_hi"):
         if "recall_at_budgets" + end in ds:
             table["recall_at_budget" + end] = ds["recall_at_budgets" + end]
-    frame = xr.Dataset(table).rename({"budgets": "budget"})
-    present = ds["model_present"].broadcast_like(at).rename({"budgets": "budget"})
+    frame = xr.Dataset(table)
+    present = ds["model_present"].broadcast_like(at)
     return _frame(frame, _names(frame), _KEY + ["budget"], present)
 
 
@@ -363,9 +384,9 @@ def _phase_quality(ds: xr.Dataset) -> pd.DataFrame:
     both_dup = tot["duplicates"].sum("phase")
     both_matched = tot["matched"].sum("phase")
     pq = xr.Dataset({
-        "P_n": n_ref.sel(phase="P", drop=True),
+        "P_n_reference": n_ref.sel(phase="P", drop=True),
         "P_matched_as_S": tot["swapped"].sel(phase="P", drop=True),
-        "S_n": n_ref.sel(phase="S", drop=True),
+        "S_n_reference": n_ref.sel(phase="S", drop=True),
         "S_matched_as_P": tot["swapped"].sel(phase="S", drop=True),
         "swap_rate": swap_rate,
         "duplicate_rate": xr.apply_ufunc(detection.duplicate_rate, both_dup, both_matched),
@@ -407,16 +428,19 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table("detection", _DPM, (
         _C("n_reference"), _C("emitted", shared=True), _C("matched", shared=True), _C("recall", shared=True),
         _C("precision_lb", shared=True), _C("f1_lb", shared=True), _C("extra_rate", shared=True),
-        _C("duplicate_rate", shared=True), _C("recall_at_budget"), _C("budget"), _C("best_threshold"),
+        _C("duplicate_rate", shared=True), _C("recall_at_budget"), _C("matched_budget"), _C("best_threshold"),
         _C("best_on_edge"), _C("f1_lb_at_best"), _C("recall_at_best"), _C("ap_lb")),
         intervals=("recall", "precision_lb", "f1_lb", "recall_at_budget"), extend=_select_on),
     Table("timing", _DPM, tuple(_C(n, shared=True, optional=n in QUANTILE_NAMES)  # quantiles: not in old stores
                                 for n in TIMING_NAMES + QUANTILE_NAMES), intervals=("mae",)),
-    Table("calibration", _DPM, (_C("n", "cal_n", over=("bin",)), _C("ece_lb"), _C("brier_lb")),
+    # SPEC §6: n_picks, the picks counted (cal_n: at or above the floor, per bin in reliability.csv).
+    Table("calibration", _DPM, (_C("n_picks", "cal_n", over=("bin",)), _C("ece_lb"), _C("brier_lb")),
           intervals=("ece_lb",)),
-    Table("reliability", (*_DPM, "bin"), (_C("n", "cal_n"), _C("mean_conf"), _C("observed_lb")), rows="cal_n"),
+    Table("reliability", (*_DPM, "bin"), (_C("n_picks", "cal_n"), _C("mean_conf"), _C("observed_lb")),
+          rows="cal_n"),
     Table("phase_quality", ("dataset", "model"), tuple(map(_C, (
-        "P_n", "P_matched_as_S", "S_n", "S_matched_as_P", "swap_rate", "duplicate_rate"))), build=_phase_quality),
+        "P_n_reference", "P_matched_as_S", "S_n_reference", "S_matched_as_P", "swap_rate", "duplicate_rate"))),
+        build=_phase_quality),
     Table("sweep", (*_DPM, "threshold"), (
         _C("n_reference"), _C("emitted"), _C("matched"), _C("extra", "emitted", minus="matched"), _C("duplicates"),
         _C("swapped"), _C("recall"), _C("precision_lb"), _C("f1_lb"), _C("extra_rate"), _C("duplicate_rate"),
@@ -465,6 +489,23 @@ def shown_in(name: str) -> list[tuple[str, str]]:
     return [(table.name, column.name) for table in TABLES.values() if table.build is None
             for column in table.columns if name in (column.source or column.name, column.minus)]
 
+
+def headers(name: str, labels: object = None) -> tuple[str, ...]:
+    """The columns a variable is written as: its name, or with a dim of its own
+    (:data:`~pickscale.metrics.timing.ALONG`) one column per label, ``<name>_<label>`` (the label as ``:g``
+    writes it: the shortest decimal).
+
+    Examples
+    --------
+    >>> headers("mae"), headers("fraction_within")
+    (('mae',), ('fraction_within_0.1', 'fraction_within_0.25', 'fraction_within_0.5'))
+    """
+    canonical = name.removesuffix("_by_group")
+    if canonical not in ALONG:
+        return (name,)
+    values = ALONG[canonical][1] if labels is None else labels
+    return tuple(f"{name}_{float(label):g}" for label in np.asarray(values).ravel())
+
 #: Tables written only when the results have them (:attr:`Table.requires`): ``over_time`` with time bins
 #: (SPEC §10), ``budgets`` with several budgets (SPEC §7), ``model_differences`` with bootstrap intervals
 #: (SPEC §12), ``tolerance`` with ``tols`` (SPEC §13), ``by_group`` with ``group_by`` (SPEC §14), ``events``
@@ -477,8 +518,9 @@ PRINTED = ("detection", "timing", "calibration", "phase_quality")
 PRINTED_COLUMNS = {
     "detection": ("dataset", "phase", "model", "n_reference", "emitted", "matched", "recall", "precision_lb",
                   "f1_lb", "recall_at_budget", "best_threshold", "ap_lb"),
-    # The residual quantiles and intervals (SPEC §5, §12) are in timing.csv; the terminal keeps 120 columns.
-    "timing": ("dataset", "phase", "model", *TIMING_NAMES),
+    # The terminal keeps 120 columns: fraction_within at its first bound only; the other bounds, the residual
+    # quantiles and the intervals (SPEC §5, §12) are in timing.csv (and the printed note names them).
+    "timing": ("dataset", "phase", "model", *(headers(name)[0] for name in TIMING_NAMES)),
 }
 
 

@@ -91,7 +91,7 @@ def verdict_rows(ds: Any) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        ``dataset``, ``phase``, ``n_reference``, ``budget``; ``best`` (list of the models at the highest
+        ``dataset``, ``phase``, ``n_reference``, ``matched_budget``; ``best`` (list of the models at the highest
         ``recall_at_budget``: one unless tied; empty when no model has a reading), ``recall``, ``lo``, ``hi``
         (NaN without intervals); ``runner_up`` (None when one model, a tie or none), ``lead``, ``lead_lo``,
         ``lead_hi`` and ``excludes_0`` (None without an interval); ``stations`` (scored in the dataset) and
@@ -105,7 +105,7 @@ def verdict_rows(ds: Any) -> list[dict[str, Any]]:
     >>> dmp = ("dataset", "model", "phase")
     >>> ds = xr.Dataset(
     ...     {"n_reference": (("dataset", "phase", "station"), [[[40], [0]]]),
-    ...      "budget": (("dataset", "phase"), [[40, 0]]),
+    ...      "matched_budget": (("dataset", "phase"), [[40, 0]]),
     ...      "model_present": (("dataset", "model"), [[True, True]]),
     ...      "recall_at_budget": (dmp, [[[0.9, np.nan], [0.5, np.nan]]]),
     ...      "best_threshold": (dmp, [[[0.3, np.nan], [0.94, np.nan]]]),
@@ -120,7 +120,8 @@ def verdict_rows(ds: Any) -> list[dict[str, Any]]:
     f1_name = "f1_at_best" if exhaustive else "f1_lb_at_best"
     datasets, models, phases = (list(map(str, ds[c].values)) for c in ("dataset", "model", "phase"))
     n_ref = np.asarray(ds["n_reference"].sum("station").transpose("dataset", "phase").values)
-    budget = np.asarray(ds["budget"].transpose("dataset", "phase").values) if "budget" in ds else None
+    budget = (np.asarray(ds["matched_budget"].transpose("dataset", "phase").values) if "matched_budget" in ds
+              else None)
     present = np.asarray(ds["model_present"].transpose("dataset", "model").values, dtype=bool)
 
     def dmp(name: str) -> np.ndarray:
@@ -153,7 +154,7 @@ def verdict_rows(ds: Any) -> list[dict[str, Any]]:
             order = sorted(scored, key=lambda m: (-recall[d, m, p], models[m]))
             row: dict[str, Any] = {
                 "dataset": dataset, "phase": phase, "n_reference": n,
-                "budget": int(budget[d, p]) if budget is not None else None,
+                "matched_budget": int(budget[d, p]) if budget is not None else None,
                 "best": [], "recall": float("nan"), "lo": float("nan"), "hi": float("nan"),
                 "runner_up": None, "lead": float("nan"), "lead_lo": float("nan"), "lead_hi": float("nan"),
                 "excludes_0": None, "n_models": len(here), "stations": int(stations[d]),
@@ -201,7 +202,7 @@ def _warnings(row: dict[str, Any], quality: list[dict[str, Any]], unpicked: dict
     for flag, (words, what) in kinds.items():
         those = [f"{q['model']} ({q['note']})" for q in mine if q.get("flag") == flag]
         if those:
-            out.append(f"{words}: {'; '.join(those)}: medae, bias and within_0.1 read {what}, not the "
+            out.append(f"{words}: {'; '.join(those)}: medae, bias and fraction_within_0.1 read {what}, not the "
                        "picker's timing")
     for q in mine:
         if q.get("flag") == "reference_offset":
@@ -233,12 +234,12 @@ def verdict_lines(ds: Any) -> list[str]:
     if not rows:
         lines.append("  no dataset has reference arrivals: nothing is scored")
     for row in rows:
-        budget = "" if row["budget"] is None else f" ({row['budget']} picks)"
+        budget = "" if row["matched_budget"] is None else f" ({row['matched_budget']} picks)"
         lines.append("")
         lines.append(f"{row['dataset']} {row['phase']}: {row['n_reference']} reference arrivals, "
                      f"{row['n_models']} model(s)")
         if not row["best"]:
-            lines.append(f"    no reading at the matched budget (budget {row['budget']})")
+            lines.append(f"    no reading at the matched budget (budget {row['matched_budget']})")
         else:
             if np.isfinite(row["lo"]) and np.isfinite(row["hi"]):
                 interval = f" [{_f(row['lo'])}, {_f(row['hi'])}]"

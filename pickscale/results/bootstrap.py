@@ -4,7 +4,7 @@
 residual pairs a results Dataset holds and adds ``<metric>_lo`` / ``<metric>_hi``
 for recall, precision_lb, f1_lb, recall_at_budget, mae and ece_lb, and the
 paired model differences ``recall_diff`` and ``recall_at_budget_diff`` with
-their intervals.  The arithmetic is :mod:`pickscale.metrics.bootstrap`.
+their intervals.  The arithmetic is :mod:`pickscale.metrics.resampling`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import OptionsError
-from ..metrics import bootstrap as kernels
+from ..metrics import resampling as kernels
 from ..options import Options
 from .variables import OPTIONAL_VARIABLES, describe, metric_name, text
 from .variables import residual_ns as residual_ns_of
@@ -103,7 +103,7 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     earlier = {lb(n) for n in OPTIONAL_VARIABLES if n != "recall_at_budgets"} | {"model_b"}
     ds = ds.drop_vars([n for n in ds.variables if n in earlier])
     nd, nm = ds.sizes["dataset"], ds.sizes["model"]
-    several = [int(b) for b in ds["budgets"].values] if "recall_at_budgets" in ds else []
+    several = [int(b) for b in ds["budget"].values] if "recall_at_budgets" in ds else []
     shape = (nd, nm, 2)
     out: dict[str, np.ndarray] = {}
     for metric in INTERVAL_METRICS:
@@ -123,7 +123,7 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
         "mae": options.at_shared(ds["mae"]), "ece_lb": ds[lb("ece_lb")],
     }
     est = {k: v.transpose("dataset", "model", "phase").values for k, v in estimates.items()}
-    est_budgets = (ds["recall_at_budgets"].transpose("dataset", "model", "phase", "budgets").values
+    est_budgets = (ds["recall_at_budgets"].transpose("dataset", "model", "phase", "budget").values
                    if several else None)
     counts = _station_counts(ds)
     for d, name in enumerate(text(ds["dataset"].values)):

@@ -55,11 +55,11 @@ def derive(ds: xr.Dataset, *, options: Options,
     for name, entry in REGISTRY.items():
         if entry.requires is None or entry.requires in ds:
             laid[name] = _evaluate(entry, totals, laid, ds.sizes)
-    families = {"timing": _on(stats["sweep"], ("dataset", "model", "phase", "threshold"))}
+    families = {"timing": _on_statistics(stats["sweep"], ("dataset", "model", "phase", "threshold"))}
     families["readings"], budgets = _readings(ds, options, totals, laid)
     if FAMILIES["timing_by_group"].requires in ds:  # SPEC §14
-        families["timing_by_group"] = _on({f"{name}_by_group": values for name, values in stats["by_group"].items()},
-                                          ("dataset", "model", "phase", "group"))
+        families["timing_by_group"] = {f"{name}_by_group": laid_out for name, laid_out in _on_statistics(
+            stats["by_group"], ("dataset", "model", "phase", "group")).items()}
     if FAMILIES["events"].requires in ds:  # SPEC §19
         families["events"] = {name: (tuple(map(str, a.dims)), a.values)
                               for name, a in derive_events(ds, options).items()}
@@ -84,8 +84,10 @@ def derive(ds: xr.Dataset, *, options: Options,
             values = np.where(lay_out(present, ("dataset", "model"), dims), values, np.nan)
         variables[lb(name)] = xr.Variable(dims, values)
     if budgets is not None:  # several (SPEC §7): their own coordinate
-        variables["recall_at_budgets"] = xr.DataArray(variables["recall_at_budgets"], coords={"budgets": budgets})
-    result = describe(ds.assign(variables), options)
+        variables["recall_at_budgets"] = xr.DataArray(variables["recall_at_budgets"], coords={"budget": budgets})
+    # The labels of the statistics' own axes (SPEC §5: fraction_within's bounds, in s).
+    along = {dim: np.asarray(labels, dtype=np.float64) for dim, labels in timing.ALONG.values()}
+    result = describe(ds.assign(variables).assign_coords(along), options)
     if "warnings" in ds.attrs:
         # A run's results (assembly sets the run's warnings before deriving): the edges join its warnings, the
         # list the CLI prints and the store keeps.  Messages already there (the store's own, derived again on
@@ -219,7 +221,7 @@ def concentration_warnings(ds: xr.Dataset, mode: dict[str, np.ndarray]) -> list[
             messages.append(f"{model}: residuals concentrated on one value at the shared threshold in "
                             f"{', '.join(where)}: its pick times and the reference's meet on a grid (labels at a "
                             "fixed offset into windows, picks on a coarse time step), so medae, bias, p10/p90 "
-                            "and within_0.1 read that grid rather than the picker's timing (SPEC §5).")
+                            "and fraction_within_0.1 read that grid rather than the picker's timing (SPEC §5).")
     return messages
 
 
@@ -256,16 +258,17 @@ def stored_statistics(ds: xr.Dataset, options: Options) -> dict[str, dict[str, n
     """The statistics of the pairs as ``ds`` states them (its timing readings), in the form
     :func:`pair_statistics_of` gives: what :func:`derive` is given where the pairs are not read (a store
     opened lazily, :func:`pickscale.store.open_results`), so that every other reading is derived again."""
-    grouped = "pair_group" in ds or "n_by_group" in ds  # SPEC §14
+    grouped = "pair_group" in ds or "n_pairs_by_group" in ds  # SPEC §14
     out = timing.lay_out({}, shape=(ds.sizes["dataset"], ds.sizes["model"]), n_thresholds=options.grid.size,
                          n_groups=ds.sizes.get("group", 0) if grouped else 0, grouped=grouped)
     for name in out["sweep"]:
         if name in ds:
-            out["sweep"][name] = np.asarray(ds[name].transpose("dataset", "model", "phase", "threshold").values)
+            out["sweep"][name] = np.asarray(ds[name].transpose("dataset", "model", "phase", "threshold",
+                                                               *_along(name)).values)
     for name in out["by_group"]:
         if f"{name}_by_group" in ds:
             out["by_group"][name] = np.asarray(ds[f"{name}_by_group"].transpose("dataset", "model", "phase",
-                                                                                "group").values)
+                                                                                "group", *_along(name)).values)
     return out
 
 
@@ -327,11 +330,22 @@ def _on(arrays: dict[str, np.ndarray], dims: tuple[str, ...]) -> dict[str, tuple
     return {name: (dims, np.asarray(values)) for name, values in arrays.items()}
 
 
+def _along(name: str) -> tuple[str, ...]:
+    """The dim of a statistic's own axis (``within`` of ``fraction_within``: SPEC §5), after the others; or none."""
+    return (timing.ALONG[name][0],) if name in timing.ALONG else ()
+
+
+def _on_statistics(arrays: dict[str, np.ndarray], dims: tuple[str, ...]
+                   ) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """The pairs' statistics on ``dims``, each with its own axis (:func:`_along`) last."""
+    return {name: ((*dims, *_along(name)), np.asarray(values)) for name, values in arrays.items()}
+
+
 def _readings(ds: xr.Dataset, options: Options, totals: _Totals,
               laid: dict[str, tuple[tuple[str, ...], np.ndarray]],
               ) -> tuple[dict[str, tuple[tuple[str, ...], np.ndarray]], np.ndarray | None]:
     """SPEC §7's readings (the ``readings`` family): of the fine curve and of the grid's f1, recall and
-    precision, per (dataset, model, phase) present; with several budgets also the ``budgets`` coordinate."""
+    precision, per (dataset, model, phase) present; with several budgets also the ``budget`` coordinate."""
     nd, nm = ds.sizes["dataset"], ds.sizes["model"]
     present = ds.model_present.values
     dmpt = ("dataset", "model", "phase", "threshold")
@@ -363,10 +377,10 @@ def _readings(ds: xr.Dataset, options: Options, totals: _Totals,
     result = _on(values, dmp)
     # SPEC §7: the best threshold at an end of the grid says only that the grid stopped there.
     result["best_on_edge"] = (dmp, curves.best_on_edge(options.grid, values["best_threshold"]))
-    result["budget"] = (("dataset", "phase"), budget)
+    result["matched_budget"] = (("dataset", "phase"), budget)
     several = None
     if len(options.budgets) > 1:
-        # Several budgets (SPEC §7): recall_at_budget at each, dim ``budgets`` (ascending).
+        # Several budgets (SPEC §7): recall_at_budget at each, dim ``budget`` (ascending).
         several = np.asarray(sorted(options.budgets), dtype=np.int64)
         at = np.full((nd, nm, 2, len(several)), np.nan)
         for d in range(nd):
@@ -375,6 +389,6 @@ def _readings(ds: xr.Dataset, options: Options, totals: _Totals,
                     for p in range(2):
                         for k, b in enumerate(several):
                             at[d, m, p, k] = curves.recall_at_budget(fe[d, m, p], fm[d, m, p], n_ref_v[d, p], b)
-        result["recall_at_budgets"] = ((*dmp, "budgets"), at)
+        result["recall_at_budgets"] = ((*dmp, "budget"), at)
     result["ap_lb"] = (dmp, curves.average_precision(fe, fm, n_ref_v[:, None, :]))
     return result, several

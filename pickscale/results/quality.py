@@ -188,14 +188,14 @@ def grid_warnings(ds: xr.Dataset, grid: dict[str, np.ndarray] | None,
                 f"{model}: picks at a fixed grid: its picks at the shared threshold lie on a {step} s grid from the "
                 f"start of their windows in {', '.join(where)}: its pick times fall on a fixed time step {cause}, "
                 f"so no timing statistic resolves less than {step} s, and where the reference sits on the same "
-                "grid medae, bias, p10/p90, iqr and within_0.1 read that grid rather than the picker's timing "
-                "(SPEC §5, \"Residuals on a grid\").")
+                "grid medae, bias, p10/p90, iqr and fraction_within_0.1 read that grid rather than the picker's "
+                "timing (SPEC §5, \"Residuals on a grid\").")
         else:
             messages.append(
                 f"{model}: picks at a fixed grid: residuals at the shared threshold on a {step} s grid in "
                 f"{', '.join(where)}: its pick times fall on a fixed time step {cause} and the reference on the "
-                "same grid, so medae, bias, p10/p90, iqr and within_0.1 read that grid rather than the picker's "
-                "timing (SPEC §5, \"Residuals on a grid\").")
+                "same grid, so medae, bias, p10/p90, iqr and fraction_within_0.1 read that grid rather than the "
+                "picker's timing (SPEC §5, \"Residuals on a grid\").")
     for f in flags:
         if f["flag"] != "reference_offset":
             continue

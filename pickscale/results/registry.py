@@ -176,7 +176,7 @@ class Family:
 FAMILIES: dict[str, Family] = {
     "timing": Family(TIMING_NAMES + QUANTILE_NAMES, Kind.PAIRS, after="swap_rate"),  # SPEC §5, every threshold
     "readings": Family(("recall_at_budget", "best_threshold", "f1_lb_at_best", "recall_at_best",
-                        "precision_lb_at_best", "best_on_edge", "budget", "recall_at_budgets", "ap_lb"),
+                        "precision_lb_at_best", "best_on_edge", "matched_budget", "recall_at_budgets", "ap_lb"),
                        Kind.FINE, after="brier_lb"),  # SPEC §7 (recall_at_budgets with several budgets)
     "timing_by_group": Family(tuple(f"{name}_by_group" for name in GROUP_NAMES), Kind.PAIRS,
                               requires="matched_by_group", after="recall_by_group"),  # SPEC §14

@@ -6,7 +6,7 @@
 - ``best_threshold_selected``: the selection part's own best threshold (SPEC §7, on its grid);
 - ``recall_at_best_oos``, ``precision_lb_at_best_oos``, ``f1_lb_at_best_oos``: the report part's sweep read
   at that threshold;
-- ``budget_oos`` (per dataset and phase): the selection part's matched budget as picks per reference
+- ``matched_budget_oos`` (per dataset and phase): the selection part's matched budget as picks per reference
   arrival, carried to the report part's arrivals, and ``recall_at_budget_oos``: the report part's recall at it;
 - ``n_reference_select``, ``n_reference_report`` (per dataset and phase): the parts' scored arrivals;
 - with ``stations:…``, ``station_selected`` (per dataset and station): the selection part's stations.
@@ -44,12 +44,13 @@ SELECTION_VARIABLES: dict[str, Variable] = {
                                          "1", f"precision_lb {_AT}."),
     "f1_lb_at_best_oos": Variable(_DMP, "out-of-sample F1 at the chosen threshold (lower bound)", "1",
                                   f"f1_lb {_AT}."),
-    "budget_oos": Variable(_DP, "matched budget carried to the report part", "1",
-                           "floor(budget_select * n_reference_report / n_reference_select + 1/2): the selection "
-                           "part's matched budget (SPEC §7) as picks per reference arrival (SPEC §16); 0 where "
-                           "either part has no arrival of the phase."),
+    "matched_budget_oos": Variable(_DP, "matched budget carried to the report part", "1",
+                                   "floor(matched_budget_select * n_reference_report / n_reference_select + 1/2): "
+                                   "the selection part's matched_budget (SPEC §7) as picks per reference arrival "
+                                   "(SPEC §16); 0 where either part has no arrival of the phase."),
     "recall_at_budget_oos": Variable(_DMP, "out-of-sample recall at the carried budget", "1",
-                                     "recall_at_budget (SPEC §7) of the report part at budget_oos (SPEC §16)."),
+                                     "recall_at_budget (SPEC §7) of the report part at matched_budget_oos "
+                                     "(SPEC §16)."),
     "n_reference_select": Variable(_DP, "reference arrivals of the selection part", "1",
                                    "Scored reference arrivals of the selection part, scored alone (SPEC §16)."),
     "n_reference_report": Variable(_DP, "reference arrivals of the report part", "1",
@@ -101,7 +102,7 @@ def attach(main: xr.Dataset, select: xr.Dataset, report: xr.Dataset, *, rule: st
     sd, sm, sp = lookup(select)
     rd, rm, rp = lookup(report)
     s_best = select["best_threshold"].transpose(*_DMP).values
-    s_budget = select["budget"].transpose(*_DP).values
+    s_budget = select["matched_budget"].transpose(*_DP).values
     s_present = select["model_present"].transpose("dataset", "model").values
     s_nref = select["n_reference"].sum("station").transpose(*_DP).values
     r_present = report["model_present"].transpose("dataset", "model").values
@@ -149,7 +150,7 @@ def attach(main: xr.Dataset, select: xr.Dataset, report: xr.Dataset, *, rule: st
     coords = {"dataset": main["dataset"], "model": main["model"], "phase": main["phase"]}
     variables = {name: xr.DataArray(values, dims=_DMP, coords=coords) for name, values in out.items()}
     dp = {"dataset": main["dataset"], "phase": main["phase"]}
-    variables["budget_oos"] = xr.DataArray(budget, dims=_DP, coords=dp)
+    variables["matched_budget_oos"] = xr.DataArray(budget, dims=_DP, coords=dp)
     variables["n_reference_select"] = xr.DataArray(n_select, dims=_DP, coords=dp)
     variables["n_reference_report"] = xr.DataArray(n_report, dims=_DP, coords=dp)
     result = main.copy()

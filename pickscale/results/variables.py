@@ -155,23 +155,22 @@ VARIABLES: dict[str, Variable] = {
     "duplicate_rate": Variable(_DMPT, "duplicate rate", "1", "duplicates / matched."),
     "swap_rate": Variable(("dataset", "model", "threshold"), "phase swap rate", "1",
              "(swapped_P + swapped_S) / (n_reference_P + n_reference_S)."),
-    "n": Variable(_DMPT, "residual pairs", "1",
+    "n_pairs": Variable(_DMPT, "residual pairs", "1",
              "Pairs of the residual_tol matching with conf >= threshold (SPEC §5)."),
     "mae": Variable(_DMPT, "mean absolute onset error", "s", "mean |residual|."),
     "rmse": Variable(_DMPT, "root-mean-square onset error", "s", "sqrt(mean residual^2)."),
     "medae": Variable(_DMPT, "median absolute onset error", "s", "median |residual| (exact)."),
     "bias": Variable(_DMPT, "median onset residual", "s", "median residual: early < 0 < late (exact)."),
-    "mean": Variable(_DMPT, "mean onset residual", "s", "mean residual."),
-    "std": Variable(_DMPT, "standard deviation of onset residual", "s",
-             "sample standard deviation, ddof = 1; NaN when n < 2."),
+    "residual_mean": Variable(_DMPT, "mean onset residual", "s", "mean residual."),
+    "residual_std": Variable(_DMPT, "standard deviation of onset residual", "s",
+             "sample standard deviation of the residuals, ddof = 1; NaN when n_pairs < 2."),
     "gross_error_rate": Variable(_DMPT, "gross error rate", "1", "fraction of residuals with |residual| > tol."),
-    "within_0.1": Variable(_DMPT, "fraction within 0.1 s", "1", "fraction of residuals with |residual| <= 0.1 s."),
-    "within_0.25": Variable(_DMPT, "fraction within 0.25 s", "1", "fraction of residuals with |residual| <= 0.25 s."),
-    "within_0.5": Variable(_DMPT, "fraction within 0.5 s", "1", "fraction of residuals with |residual| <= 0.5 s."),
+    "fraction_within": Variable((*_DMPT, "within"), "fraction of residuals within a bound", "1",
+             "fraction of residuals with |residual| <= within (the coordinate, in s: 0.1, 0.25, 0.5)."),
     "p10": Variable(_DMPT, "10th percentile of onset residual", "s",
-             "residual quantile at 0.10, linear between order statistics at h = (n - 1) 0.10 (SPEC §5)."),
+             "residual quantile at 0.10, linear between order statistics at h = (n_pairs - 1) 0.10 (SPEC §5)."),
     "p90": Variable(_DMPT, "90th percentile of onset residual", "s",
-             "residual quantile at 0.90, linear between order statistics at h = (n - 1) 0.90 (SPEC §5)."),
+             "residual quantile at 0.90, linear between order statistics at h = (n_pairs - 1) 0.90 (SPEC §5)."),
     "iqr": Variable(_DMPT, "interquartile range of onset residual", "s",
              "p75 - p25 of the residuals, each quantile as p10 (SPEC §5)."),
     "mean_conf": Variable(("dataset", "model", "phase", "bin"), "mean confidence per bin", "1",
@@ -179,14 +178,16 @@ VARIABLES: dict[str, Variable] = {
     "observed_lb": Variable(("dataset", "model", "phase", "bin"), "observed frequency per bin (lower bound)", "1",
              "fraction of the bin's picks in a detection pair; NaN when n_reference = 0 (SPEC §4)."),
     "ece_lb": Variable(_DMP, "expected calibration error (lower bound)", "1",
-             "sum over non-empty bins of n_b/N |mean_conf_b - observed_b|; NaN when n_reference = 0 (SPEC §4)."),
+             "sum over non-empty bins of n_b/N |mean_conf_b - observed_b| (n_b: cal_n of bin b); NaN when "
+             "n_reference = 0 (SPEC §4)."),
     "brier_lb": Variable(_DMP, "Brier score (lower bound)", "1",
              "mean (conf - hit)^2 over picks at or above the floor; NaN when n_reference = 0 (SPEC §4)."),
-    "budget": Variable(("dataset", "phase"), "matched pick budget", "1",
+    "matched_budget": Variable(("dataset", "phase"), "matched pick budget", "1",
              "Picks at which every model is read (SPEC §7): min(n_reference, smallest emitted at the floor) unless"
-             " set."),
+             " set (option budget; the first of several)."),
     "recall_at_budget": Variable(_DMP, "recall at the matched budget", "1",
-             "Recall interpolated on the fine curve at `budget` picks; NaN outside the model's emitted range."),
+             "Recall interpolated on the fine curve at matched_budget picks; NaN outside the model's emitted "
+             "range."),
     "best_threshold": Variable(_DMP, "own best threshold", "1", "Grid threshold with the highest f1 (lowest on ties)."),
     "best_on_edge": Variable(_DMP, "own best threshold on the edge of the grid", "1",
              "True where best_threshold is the lowest or the highest grid threshold (which includes a best below "
@@ -207,12 +208,15 @@ COORDINATES: dict[str, Variable] = {
     "fine_threshold": Variable(("fine_threshold",), "confidence threshold (fine curve)", "1",
                                "k/1000 for floor <= k/1000 <= 1 (SPEC §7)."),
     "bin": Variable(("bin",), "calibration bin", "1", "min(floor(conf*10), 9) (SPEC §6)."),
+    "within": Variable(("within",), "bound on the absolute residual", "s",
+                       "The bounds of fraction_within: |residual| <= within (SPEC §5)."),
 }
 
-#: Coordinates of optional variables: ``budgets`` with several budgets, ``model_b`` with intervals.
+#: Coordinates of optional variables: ``budget`` with several budgets, ``model_b`` with intervals.
 OPTIONAL_COORDINATES: dict[str, Variable] = {
-    "budgets": Variable(("budgets",), "matched pick budget", "1",
-                        "The budgets of recall_at_budgets, ascending (SPEC §7); only with several budgets."),
+    "budget": Variable(("budget",), "pick budget", "1",
+                       "The budgets of recall_at_budgets: the run's budget option, ascending (SPEC §7); only with "
+                       "several budgets."),
     "tol": Variable(("tol",), "detection tolerance", "s",
                     "The extra detection tolerances of the run's tols option, ascending (SPEC §13); only with tols."),
     "model_b": Variable(("model_b",), "model compared with", "1",
@@ -226,12 +230,12 @@ TIME_BIN_ATTRS = {"long_name": "start of time bin",
 
 _DMMP = ("dataset", "model", "model_b", "phase")
 _INTERVAL_OF = {"recall": _DMP, "precision_lb": _DMP, "f1_lb": _DMP, "recall_at_budget": _DMP, "mae": _DMP,
-                "ece_lb": _DMP, "recall_at_budgets": ("dataset", "model", "phase", "budgets")}
+                "ece_lb": _DMP, "recall_at_budgets": ("dataset", "model", "phase", "budget")}
 _SHARED = "at the shared threshold, "
 
 #: Variables that exist only with several budgets (SPEC §7) or after :func:`pickscale.bootstrap` (SPEC §12).
 OPTIONAL_VARIABLES: dict[str, Variable] = {
-    "recall_at_budgets": Variable(("dataset", "model", "phase", "budgets"), "recall at each matched budget", "1",
+    "recall_at_budgets": Variable(("dataset", "model", "phase", "budget"), "recall at each pick budget", "1",
              "recall_at_budget read at each of several budgets (option budget as a list; SPEC §7)."),
     **{f"{metric}_{end}": Variable(
         dims, f"{'lower' if end == 'lo' else 'upper'} end of the interval of {metric}",
@@ -268,7 +272,8 @@ GROUPED_VARIABLES: dict[str, Variable] = {
              "Index into the group coordinate of each residual pair's arrival (SPEC §14)."),
     "recall_by_group": Variable(_DMPG, "recall per group", "1",
              "matched_by_group / n_reference_by_group at the shared threshold, summed over stations (SPEC §14)."),
-    **{f"{name}_by_group": Variable(_DMPG, f"{VARIABLES[name].long_name} per group", VARIABLES[name].units,
+    **{f"{name}_by_group": Variable((*_DMPG, *VARIABLES[name].dims[4:]), f"{VARIABLES[name].long_name} per group",
+                                    VARIABLES[name].units,
                                     f"As {name} (SPEC §5), at the shared threshold, over the residual pairs of the "
                                     "arrivals of each group (SPEC §14).")
        for name in _GROUP_TIMING},
@@ -328,20 +333,34 @@ RATE_VARIABLES: dict[str, Variable] = {
     "rate_picks": Variable(_BY_RATE_STATION, "picks at the station", "1",
                            "Picks of the model at the station with conf >= threshold: every pick read at or above "
                            "the floor, whatever the scope (SPEC §20); 0 where the model has none there."),
-    "rate_day": Variable(("dataset", "model", "rate_station", "day"), "picked on the day", "1",
-                         "Whether the model has a pick (any phase, at or above the floor) at the station on that "
-                         "UTC day (SPEC §20)."),
+    # The days picked, as runs: one row per maximal run of consecutive UTC days with a pick of a (dataset,
+    # model, rate_station), never a stations × days table (a station picking every day is one run).
+    "rate_run_dataset": Variable(("rate_run",), "dataset of rate run", "1",
+                                 "Index into the dataset coordinate of each rate run: one row per maximal run of "
+                                 "consecutive UTC days on each of which the model has a pick (any phase, at or "
+                                 "above the floor) at the station; runs sorted by (dataset, model, station, first "
+                                 "day), neither overlapping nor touching (SPEC §20)."),
+    "rate_run_model": Variable(("rate_run",), "model of rate run", "1",
+                               "Index into the model coordinate of each rate run (SPEC §20)."),
+    "rate_run_station": Variable(("rate_run",), "station of rate run", "1",
+                                 "Index into the rate_station coordinate of each rate run (SPEC §20)."),
+    "rate_run_first": Variable(("rate_run",), "first UTC day of rate run", "",
+                               "The first UTC day (its midnight) of each rate run (SPEC §20)."),
+    "rate_run_last": Variable(("rate_run",), "last UTC day of rate run", "",
+                              "The last UTC day (its midnight) of each rate run, included: the run is every day "
+                              "from rate_run_first to rate_run_last (SPEC §20)."),
     "rate_days": Variable(("dataset", "model", "rate_station"), "days with picks", "d",
-                          "UTC days on which the model has a pick at the station, any phase (SPEC §20)."),
+                          "UTC days on which the model has a pick at the station, any phase: the days of its rate "
+                          "runs, summed (SPEC §20)."),
     "picks_per_day": Variable(_BY_RATE_STATION, "picks per day", "1/d",
                               "rate_picks / rate_days (SPEC §20); NaN where the model has no pick at the station."),
 }
 #: The stored pick-rate counts (what ``rate_days`` and ``picks_per_day`` are derived from).
-RATE_COUNTS: tuple[str, ...] = ("rate_picks", "rate_day")
-#: The ``rate_station`` and ``day`` coordinates' attributes.
+RATE_COUNTS: tuple[str, ...] = ("rate_picks", "rate_run_dataset", "rate_run_model", "rate_run_station",
+                                 "rate_run_first", "rate_run_last")
+#: The ``rate_station`` coordinate's attributes.
 RATE_ATTRS = {"rate_station": {"long_name": "station with picks", "description": "Every station with a pick of a "
-                               "dataset and model of the results, scored or not (SPEC §20), in code-point order."},
-              "day": {"long_name": "UTC day", "description": "Every UTC day (its midnight) with a pick (SPEC §20)."}}
+                               "dataset and model of the results, scored or not (SPEC §20), in code-point order."}}
 
 #: The per-station counts of the Dataset: the kernel's per-station fields (less ``n_reference``, which has no
 #: model axis), with the dims between ``dataset`` and ``station``.  ``n_reference_over_time`` is one of them
@@ -406,7 +425,9 @@ def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
             variables[name].attrs.update(variable.attrs)
     for name, variable in RATE_VARIABLES.items():  # SPEC §20
         if name in ds.variables:
-            variables[name].attrs.update(variable.attrs)
+            # (no ``units`` on a datetime, rate_run_first and rate_run_last: xarray's encoding writes them)
+            variables[name].attrs.update({k: v for k, v in variable.attrs.items()
+                                          if k != "units" or variables[name].dtype.kind != "M"})
     for name, attrs in {**EVENT_ATTRS, **RATE_ATTRS}.items():  # SPEC §19, §20
         if name in ds.coords:
             variables[name].attrs.update(attrs)

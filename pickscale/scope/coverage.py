@@ -34,7 +34,7 @@ _EVERY = ""  # the model slot of windows every model saw
 class Coverage:
     """Windows as cells: which (key, time) falls in which cell, and which models saw each cell.
 
-    Build it with :meth:`from_windows` (a frame from :func:`pickscale.io.coverage.read_coverage`).
+    Build it with :meth:`from_windows` (a frame from :func:`pickscale.io.coverage_file.read_coverage`).
 
     Attributes
     ----------

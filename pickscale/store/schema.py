@@ -41,7 +41,10 @@ __all__ = [
 #: (schema 1 listed sizes only, without the root metadata; such stores are refused: re-run score).
 #: 3: the extent keeps each stretch's arrival spans and the station_key (SPEC §11), and the metrics of a phase
 #: without reference arrivals are NaN (SPEC §4), which a store is checked against on opening (SPEC §15).
-SCHEMA_VERSION: int = 3
+#: 4: the names before the first release (docs/CHANGELOG.md): ``n_pairs``, ``residual_mean``, ``residual_std``,
+#: ``fraction_within`` on dim ``within``, ``matched_budget`` and the dim ``budget``, and the pick-rate days as
+#: runs (``rate_run_*``, SPEC §20); a schema-3 store holds the old names and is refused (re-run score).
+SCHEMA_VERSION: int = 4
 
 COMPLETE = "pickscale_complete"
 SCHEMA = "pickscale_schema"

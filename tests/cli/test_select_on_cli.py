@@ -42,7 +42,7 @@ def test_detection_csv_gains_the_columns_and_the_other_tables_are_unchanged(runs
     base = pd.read_csv(plain / "detection.csv")
     assert list(det.columns) == list(base.columns) + OOS
     p = det[det.phase == "P"].iloc[0]
-    assert (p.best_threshold_selected, p.recall_at_best_oos, p.precision_lb_at_best_oos, p.budget_oos,
+    assert (p.best_threshold_selected, p.recall_at_best_oos, p.precision_lb_at_best_oos, p.matched_budget_oos,
             p.recall_at_budget_oos, p.n_reference_select, p.n_reference_report) == (0.2, 1.0, 0.5, 2, 0.5, 4, 2)
     assert abs(p.f1_lb_at_best_oos - 4 / 6) < 1e-15
     for name in ("timing", "calibration", "reliability", "phase_quality", "sweep"):

@@ -33,7 +33,7 @@ def test_sums_over_groups_equal_the_default_run_and_every_other_number_is_unchan
     assert int(grouped.n_reference_by_group.sel(group="missing").sum()) > 0
     assert (grouped.n_reference_by_group.sum("group") == plain.n_reference).all()
     assert (grouped.matched_by_group.sum("group") == plain.matched.sel(threshold=k)).all()
-    assert np.array_equal(grouped.n_by_group.sum("group").values, plain.n.sel(threshold=k).values)
+    assert np.array_equal(grouped.n_pairs_by_group.sum("group").values, plain.n_pairs.sel(threshold=k).values)
     for name in plain.data_vars:  # every variable of the default run, bit for bit
         assert plain[name].equals(grouped[name]), name
     assert not any(name in plain for name in _GROUPED)

@@ -179,11 +179,11 @@ def test_store_station_counts_sum_to_table_totals(trap_run):
         assert int(ds["matched"].sel(**sel, threshold=theta).sum("station")) == row["matched"]
     cal = t["calibration"].set_index(["dataset", "phase", "model"])
     for (d, ph, m), row in cal.iterrows():
-        assert int(ds["cal_n"].sel(dataset=d, phase=ph, model=m).sum()) == row["n"]
+        assert int(ds["cal_n"].sel(dataset=d, phase=ph, model=m).sum()) == row["n_picks"]
     rel = t["reliability"]
     got = ds["cal_n"].sum("station")
     for r in rel.itertuples(index=False):
-        assert int(got.sel(dataset=r.dataset, phase=r.phase, model=r.model, bin=r.bin)) == r.n
+        assert int(got.sel(dataset=r.dataset, phase=r.phase, model=r.model, bin=r.bin)) == r.n_picks
     sw = t["sweep"]
     tot = xr.Dataset({k: ds[k].sum("station") for k in ("emitted", "matched", "duplicates", "swapped")})
     tot_frame = tot.to_dataframe().reset_index()
@@ -199,7 +199,7 @@ def test_store_station_counts_sum_to_table_totals(trap_run):
         sel = dict(dataset=r.dataset, model=r.model, threshold=theta)
         assert int(tot["swapped"].sel(**sel, phase="P")) == r.P_matched_as_S
         assert int(tot["swapped"].sel(**sel, phase="S")) == r.S_matched_as_P
-    # Timing n at the shared threshold is the number of stored pairs with conf >= θ.
+    # Timing n_pairs at the shared threshold is the number of stored pairs with conf >= θ.
     tim = t["timing"]
     names = {k: ds[k].values.tolist() for k in ("dataset", "model")}
     for r in tim.itertuples(index=False):
@@ -207,7 +207,7 @@ def test_store_station_counts_sum_to_table_totals(trap_run):
                 & (ds["pair_model"].values == names["model"].index(r.model))
                 & (ds["pair_phase"].values == ("P", "S").index(r.phase))
                 & (ds["pair_conf"].values >= theta))
-        assert int(mask.sum()) == r.n
+        assert int(mask.sum()) == r.n_pairs
 
 
 def test_absent_models(trap_run):

@@ -89,11 +89,11 @@ def test_pair_statistics_by_hand():
     # Three pairs; at the shared threshold 0.5 the pairs of conf 0.9 and 0.8 (groups 0 and 0) count.
     out = pair_statistics([100_000_000, -200_000_000, 300_000_000], [0.9, 0.4, 0.8], [0, 1, 0],
                           thresholds=[0.3, 0.5], tol=0.25, threshold=0.5, n_groups=2)
-    assert out["sweep"]["n"].tolist() == [3, 2]
+    assert out["sweep"]["n_pairs"].tolist() == [3, 2]
     assert out["sweep"]["mae"].tolist() == pytest.approx([0.2, 0.2])
     assert out["sweep"]["bias"].tolist() == pytest.approx([0.1, 0.2])
     assert out["sweep"]["gross_error_rate"].tolist() == pytest.approx([1 / 3, 0.5])
-    assert out["by_group"]["n"].tolist() == [2, 0]
+    assert out["by_group"]["n_pairs"].tolist() == [2, 0]
     assert out["by_group"]["medae"][0] == pytest.approx(0.2) and np.isnan(out["by_group"]["medae"][1])
 
 

@@ -23,7 +23,7 @@ from pickscale.kernel import score_station
 from pickscale.metrics.calibration import brier, ece, reliability
 from pickscale.metrics.curves import average_precision, best_threshold, default_budget, recall_at_budget
 from pickscale.metrics.detection import duplicate_rate, extra_rate, f1, precision, recall, swap_rate
-from pickscale.metrics.timing import QUANTILE_NAMES, TIMING_NAMES, timing_sweep
+from pickscale.metrics.timing import ALONG, QUANTILE_NAMES, TIMING_NAMES, timing_sweep
 from tests.helpers import brute
 from tests.helpers.strategies import Case
 
@@ -166,13 +166,19 @@ def check_metrics(r, b, case):
             sel = (r.pair_model == m) & (r.pair_phase == p)
             sweep = timing_sweep(r.pair_residual_ns[sel], r.pair_conf[sel], o.grid, tol=o.tol)
             refs = [brute.timing_stats([e for e, _c in b.residuals[(m, p, t)]], o.tol) for t in range(T)]
+            got = {}  # fraction_within is one array along WITHIN; the brute's, one column per bound
             for name in TIMING_NAMES + QUANTILE_NAMES:
+                if name in ALONG:
+                    got.update({f"{name}_{w:g}": sweep[name][:, k] for k, w in enumerate(ALONG[name][1])})
+                else:
+                    got[name] = sweep[name]
+            for name in brute.TIMING_NAMES + QUANTILE_NAMES:
                 ref = [x[name] for x in refs]
                 what = f"{name} m={m} p={p} over θ={grid}"
-                if name in ("n", "gross_error_rate", "within_0.1", "within_0.25", "within_0.5", *QUANTILE_NAMES):
-                    exact(sweep[name], ref, what)  # counts and count/n; quantiles: exact, rounded once
+                if name in ("n_pairs", "gross_error_rate", *(w for w, _ in brute.WITHIN), *QUANTILE_NAMES):
+                    exact(got[name], ref, what)  # counts and count/n; quantiles: exact, rounded once
                 else:
-                    close(sweep[name], ref, what, atol=ATOL)
+                    close(got[name], ref, what, atol=ATOL)
 
             # §6 calibration from the kernel's bins.
             # SPEC §4: without arrivals of the phase, observed_lb, ece_lb and brier_lb are NaN (n_reference given).

@@ -26,14 +26,14 @@ TIMING = brute.TIMING_NAMES
 
 DETECTION_COLUMNS = [
     "dataset", "phase", "model", "n_reference", "emitted", "matched", "recall", "precision_lb", "f1_lb",
-    "extra_rate", "duplicate_rate", "recall_at_budget", "budget", "best_threshold", "best_on_edge", "f1_lb_at_best",
-    "recall_at_best", "ap_lb",
+    "extra_rate", "duplicate_rate", "recall_at_budget", "matched_budget", "best_threshold", "best_on_edge",
+    "f1_lb_at_best", "recall_at_best", "ap_lb",
 ]
 TIMING_COLUMNS = ["dataset", "phase", "model", *TIMING, *brute.QUANTILE_NAMES]
-CALIBRATION_COLUMNS = ["dataset", "phase", "model", "n", "ece_lb", "brier_lb"]
-RELIABILITY_COLUMNS = ["dataset", "phase", "model", "bin", "n", "mean_conf", "observed_lb"]
-PHASE_QUALITY_COLUMNS = ["dataset", "model", "P_n", "P_matched_as_S", "S_n", "S_matched_as_P", "swap_rate",
-                         "duplicate_rate"]
+CALIBRATION_COLUMNS = ["dataset", "phase", "model", "n_picks", "ece_lb", "brier_lb"]
+RELIABILITY_COLUMNS = ["dataset", "phase", "model", "bin", "n_picks", "mean_conf", "observed_lb"]
+PHASE_QUALITY_COLUMNS = ["dataset", "model", "P_n_reference", "P_matched_as_S", "S_n_reference", "S_matched_as_P",
+                         "swap_rate", "duplicate_rate"]
 SWEEP_COLUMNS = ["dataset", "phase", "model", "threshold", "n_reference", "emitted", "matched", "extra",
                  "duplicates", "swapped", "recall", "precision_lb", "f1_lb", "extra_rate", "duplicate_rate",
                  *TIMING]
@@ -273,8 +273,9 @@ def expected_results(ref: pd.DataFrame, picks: pd.DataFrame, *, threshold: float
         for c in frame.columns:
             if c in ("dataset", "phase", "model"):
                 frame[c] = frame[c].astype(object)
-            elif c in ("n_reference", "emitted", "matched", "budget", "n", "bin", "P_n", "P_matched_as_S", "S_n",
-                       "S_matched_as_P", "extra", "duplicates", "swapped"):
+            elif c in ("n_reference", "emitted", "matched", "matched_budget", "n_pairs", "n_picks", "bin",
+                       "P_n_reference", "P_matched_as_S", "S_n_reference", "S_matched_as_P", "extra", "duplicates",
+                       "swapped"):
                 frame[c] = frame[c].astype(np.int64)
             elif c == "best_on_edge":
                 frame[c] = frame[c].astype(bool)

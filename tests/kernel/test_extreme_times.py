@@ -78,8 +78,8 @@ def test_stray_early_pick_changes_only_its_own_counts():
     # Onset times: identical to the run without the stray pick, and as worked out by hand.
     pd.testing.assert_frame_equal(got["timing"], base["timing"])
     tp, ts = _row(got["timing"], "P"), _row(got["timing"], "S")
-    assert tp["n"] == 1 and tp["mae"] == pytest.approx(0.1, rel=1e-12) and tp["gross_error_rate"] == 0.0
-    assert ts["n"] == 1 and ts["mae"] == pytest.approx(0.3, rel=1e-12) and ts["gross_error_rate"] == 0.0
+    assert tp["n_pairs"] == 1 and tp["mae"] == pytest.approx(0.1, rel=1e-12) and tp["gross_error_rate"] == 0.0
+    assert ts["n_pairs"] == 1 and ts["mae"] == pytest.approx(0.3, rel=1e-12) and ts["gross_error_rate"] == 0.0
 
 
 def test_picks_in_1678_and_2261_leave_timing_alone():

@@ -17,7 +17,7 @@ from pickscale.kernel import score_station
 from pickscale.metrics.calibration import brier, ece, reliability
 from pickscale.metrics.curves import average_precision, best_threshold, default_budget, recall_at_budget
 from pickscale.metrics.detection import duplicate_rate, extra_rate, f1, precision, recall, swap_rate
-from pickscale.metrics.timing import QUANTILE_NAMES, TIMING_NAMES, timing_stats, timing_sweep
+from pickscale.metrics.timing import QUANTILE_NAMES, TIMING_NAMES, WITHIN, timing_stats, timing_sweep
 from pickscale.options import Options
 from tests.helpers.brute import ns
 
@@ -97,38 +97,37 @@ def test_detection_broadcasts_like_the_kernel_arrays():
 
 def test_timing_stats_by_hand():
     # e = -0.2, 0.1, 0.3, 0.6 s, given shuffled; tol 0.5.
-    # n = 4
+    # n_pairs = 4
     # mae  = (0.2 + 0.1 + 0.3 + 0.6)/4 = 1.2/4 = 0.3
     # rmse = sqrt((0.04 + 0.01 + 0.09 + 0.36)/4) = sqrt(0.125)
     # medae: |e| sorted 0.1, 0.2, 0.3, 0.6 -> even count: (0.2 + 0.3)/2 = 0.25
     # bias: e sorted -0.2, 0.1, 0.3, 0.6 -> (0.1 + 0.3)/2 = 0.2
-    # mean = 0.8/4 = 0.2
-    # std (ddof=1): deviations -0.4, -0.1, 0.1, 0.4; squares sum 0.34; /3 -> sqrt(0.34/3)
+    # residual_mean = 0.8/4 = 0.2
+    # residual_std (ddof=1): deviations -0.4, -0.1, 0.1, 0.4; squares sum 0.34; /3 -> sqrt(0.34/3)
     # gross_error_rate: |e| > 0.5 -> only 0.6 -> 1/4
-    # within_0.1: |0.1| <= 0.1 -> 1/4; within_0.25: 0.2, 0.1 -> 2/4; within_0.5: 0.2, 0.1, 0.3 -> 3/4
+    # fraction_within at 0.1: |0.1| <= 0.1 -> 1/4; at 0.25: 0.2, 0.1 -> 2/4; at 0.5: 0.2, 0.1, 0.3 -> 3/4
     e = ns([0.3, -0.2, 0.6, 0.1])
     got = timing_stats(e, tol=0.5)
     assert tuple(TIMING_NAMES) == (
-        "n", "mae", "rmse", "medae", "bias", "mean", "std",
-        "gross_error_rate", "within_0.1", "within_0.25", "within_0.5",
+        "n_pairs", "mae", "rmse", "medae", "bias", "residual_mean", "residual_std",
+        "gross_error_rate", "fraction_within",
     )  # fmt: skip
+    assert WITHIN == (0.1, 0.25, 0.5)
     assert set(got) == set(TIMING_NAMES + QUANTILE_NAMES)
-    assert got["n"] == 4 and isinstance(got["n"], (int, np.integer))
+    assert got["n_pairs"] == 4 and isinstance(got["n_pairs"], (int, np.integer))
     expected = {
         "mae": 0.3,
         "rmse": math.sqrt(0.125),
         "medae": 0.25,
         "bias": 0.2,
-        "mean": 0.2,
-        "std": math.sqrt(0.34 / 3),
+        "residual_mean": 0.2,
+        "residual_std": math.sqrt(0.34 / 3),
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=RTOL, err_msg=name)
     # Fractions of a count: exact.
     assert got["gross_error_rate"] == 1 / 4
-    assert got["within_0.1"] == 1 / 4
-    assert got["within_0.25"] == 2 / 4
-    assert got["within_0.5"] == 3 / 4
+    assert got["fraction_within"].tolist() == [1 / 4, 2 / 4, 3 / 4]
 
 
 def test_timing_odd_count_median():
@@ -148,11 +147,11 @@ def test_timing_even_count_median_is_mean_of_middle_two():
 
 def test_gross_error_is_strictly_greater_than_tol():
     # tol 0.5: ±0.5 s exactly are not gross; ±(0.5 s + 1 ns) are -> 2/4.
-    # The same four are within_0.5 inclusive: ±0.5 yes, ±(0.5 + 1 ns) no -> 2/4.
+    # The same four are within 0.5 s inclusive: ±0.5 yes, ±(0.5 + 1 ns) no -> 2/4.
     e = i64([500_000_000, -500_000_000, 500_000_001, -500_000_001])
     got = timing_stats(e, tol=0.5)
     assert got["gross_error_rate"] == 0.5
-    assert got["within_0.5"] == 0.5
+    assert got["fraction_within"][WITHIN.index(0.5)] == 0.5
     # A different tol moves the gross line: with tol 0.25 all four are gross.
     assert timing_stats(e, tol=0.25)["gross_error_rate"] == 1.0
 
@@ -160,14 +159,12 @@ def test_gross_error_is_strictly_greater_than_tol():
 def test_within_is_inclusive():
     # |e| exactly 0.1, 0.25, 0.5 count as within; 1 ns more does not.
     # e (ns): 100_000_000, -100_000_001, 250_000_000, -250_000_001, 500_000_000, 500_000_001
-    # within_0.1:  100_000_000 -> 1/6
-    # within_0.25: + 100_000_001, 250_000_000 -> 3/6
-    # within_0.5:  + 250_000_001, 500_000_000 -> 5/6
+    # within 0.1:  100_000_000 -> 1/6
+    # within 0.25: + 100_000_001, 250_000_000 -> 3/6
+    # within 0.5:  + 250_000_001, 500_000_000 -> 5/6
     e = i64([100_000_000, -100_000_001, 250_000_000, -250_000_001, 500_000_000, 500_000_001])
     got = timing_stats(e, tol=0.5)
-    assert got["within_0.1"] == 1 / 6
-    assert got["within_0.25"] == 3 / 6
-    assert got["within_0.5"] == 5 / 6
+    assert got["fraction_within"].tolist() == [1 / 6, 3 / 6, 5 / 6]
     assert got["gross_error_rate"] == 1 / 6
 
 
@@ -175,48 +172,50 @@ def test_std_ddof1_and_nan_below_two():
     # Two residuals 0.1, 0.3: mean 0.2; ddof=1 -> sqrt((0.01 + 0.01)/1) = sqrt(0.02)
     # (ddof=0 would give 0.1).
     got = timing_stats(ns([0.1, 0.3]), tol=0.5)
-    np.testing.assert_allclose(got["std"], math.sqrt(0.02), rtol=RTOL)
-    # n = 1: std is NaN; every other statistic is that one residual.
+    np.testing.assert_allclose(got["residual_std"], math.sqrt(0.02), rtol=RTOL)
+    # n_pairs = 1: residual_std is NaN; every other statistic is that one residual.
     one = timing_stats(ns([-0.3]), tol=0.5)
-    assert one["n"] == 1
-    assert math.isnan(one["std"])
+    assert one["n_pairs"] == 1
+    assert math.isnan(one["residual_std"])
     for name in ("rmse", "mae", "medae"):
         np.testing.assert_allclose(one[name], 0.3, rtol=RTOL, err_msg=name)
-    for name in ("bias", "mean"):
+    for name in ("bias", "residual_mean"):
         np.testing.assert_allclose(one[name], -0.3, rtol=RTOL, err_msg=name)
     assert one["gross_error_rate"] == 0.0
-    assert one["within_0.1"] == 0.0 and one["within_0.25"] == 0.0 and one["within_0.5"] == 1.0
+    assert one["fraction_within"].tolist() == [0.0, 0.0, 1.0]
 
 
 def test_timing_no_pairs_is_nan_not_zero():
-    # n = 0: every statistic is a mean/median/fraction of nothing -> NaN.
+    # n_pairs = 0: every statistic is a mean/median/fraction of nothing -> NaN.
     got = timing_stats(i64([]), tol=0.5)
-    assert got["n"] == 0
+    assert got["n_pairs"] == 0
     for name in TIMING_NAMES[1:]:
-        assert math.isnan(got[name]), name
+        assert np.isnan(got[name]).all(), name
+    assert got["fraction_within"].shape == (len(WITHIN),)
 
 
 def test_timing_sweep_filters_by_conf():
     # Pairs: +0.1 s (conf 0.9), -0.3 s (0.5), +0.6 s (0.2); tol 0.5.
     # θ:        0.1            0.3         0.5 (0.5 >= 0.5)  0.7     0.95
     # pairs:    all three      +0.1,-0.3   +0.1,-0.3         +0.1    none
-    # n:        3              2           2                 1       0
-    # mean:     0.4/3          -0.1        -0.1              0.1     NaN
+    # n_pairs:  3              2           2                 1       0
+    # r_mean:   0.4/3          -0.1        -0.1              0.1     NaN
     # bias:     0.1 (middle)   -0.1        -0.1              0.1     NaN
     # medae:    0.3            0.2         0.2               0.1     NaN
-    # std:      -              -           -                 NaN     NaN
+    # r_std:    -              -           -                 NaN     NaN
     # gross:    1/3            0           0                 0       NaN
     thresholds = np.array([0.1, 0.3, 0.5, 0.7, 0.95])
     res = ns([-0.3, 0.6, 0.1])
     conf = np.array([0.5, 0.2, 0.9])
     got = timing_sweep(res, conf, thresholds, tol=0.5)
     assert set(got) == set(TIMING_NAMES + QUANTILE_NAMES)
-    np.testing.assert_array_equal(got["n"], [3, 2, 2, 1, 0])
-    np.testing.assert_allclose(got["mean"], [0.4 / 3, -0.1, -0.1, 0.1, NAN], rtol=RTOL)
+    np.testing.assert_array_equal(got["n_pairs"], [3, 2, 2, 1, 0])
+    np.testing.assert_allclose(got["residual_mean"], [0.4 / 3, -0.1, -0.1, 0.1, NAN], rtol=RTOL)
     np.testing.assert_allclose(got["bias"], [0.1, -0.1, -0.1, 0.1, NAN], rtol=RTOL)
     np.testing.assert_allclose(got["medae"], [0.3, 0.2, 0.2, 0.1, NAN], rtol=RTOL)
     same(got["gross_error_rate"], [1 / 3, 0.0, 0.0, 0.0, NAN])
-    assert np.isnan(got["std"][3:]).all() and np.isfinite(got["std"][:3]).all()
+    assert np.isnan(got["residual_std"][3:]).all() and np.isfinite(got["residual_std"][:3]).all()
+    assert got["fraction_within"].shape == (thresholds.size, len(WITHIN))
     # Each column equals timing_stats on the pairs that survive.
     for t, theta in enumerate(thresholds):
         one = timing_stats(res[conf >= theta], tol=0.5)
@@ -425,14 +424,15 @@ def test_brute_force_agrees_with_the_hand_numbers():
     from tests.helpers import brute
 
     t = brute.timing_stats(ns([0.3, -0.2, 0.6, 0.1]).tolist(), 0.5)
-    assert t["n"] == 4
+    assert t["n_pairs"] == 4
     np.testing.assert_allclose(
-        [t["mae"], t["rmse"], t["medae"], t["bias"], t["mean"], t["std"]],
+        [t["mae"], t["rmse"], t["medae"], t["bias"], t["residual_mean"], t["residual_std"]],
         [0.3, math.sqrt(0.125), 0.25, 0.2, 0.2, math.sqrt(0.34 / 3)],
         rtol=RTOL,
     )
-    assert (t["gross_error_rate"], t["within_0.1"], t["within_0.25"], t["within_0.5"]) == (0.25, 0.25, 0.5, 0.75)
-    assert math.isnan(brute.timing_stats([300_000_000], 0.5)["std"])
+    assert (t["gross_error_rate"], t["fraction_within_0.1"], t["fraction_within_0.25"],
+            t["fraction_within_0.5"]) == (0.25, 0.25, 0.5, 0.75)
+    assert math.isnan(brute.timing_stats([300_000_000], 0.5)["residual_std"])
     np.testing.assert_allclose(brute.ece(CAL_N, CAL_CONF, CAL_HITS, n_reference=1), 2.26 / 6, rtol=RTOL)
     np.testing.assert_allclose(brute.recall_at_budget(FE, FM, 8, 7), 0.5 + 0.25 / 3, rtol=RTOL)
     assert math.isnan(brute.recall_at_budget(FE, FM, 8, 11))

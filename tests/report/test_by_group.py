@@ -56,7 +56,7 @@ def test_groups_add_up_and_six_tables_unchanged(runs):
     k = float(grouped.attrs["options"]["threshold"])
     assert (grouped.matched_by_group.sum("group") == grouped.matched.sel(threshold=k)).all()
     assert (grouped.n_reference_by_group.sum("group") == grouped.n_reference).all()
-    assert int(grouped.n_by_group.sum()) == int(grouped.n.sel(threshold=k).sum())
+    assert int(grouped.n_pairs_by_group.sum()) == int(grouped.n_pairs.sel(threshold=k).sum())
     a, b = pickscale.tables(plain), pickscale.tables(grouped)
     assert list(a) == [*TABLE_NAMES, "pick_rates"] and list(b) == [*TABLE_NAMES, "by_group", "pick_rates"]
     for name in TABLE_NAMES:

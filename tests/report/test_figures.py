@@ -210,7 +210,7 @@ def test_residuals(demo, demo_figures):
         assert len(patches) == 2  # P and S
         total = sum(int(p.get_data().values.sum()) for p in patches)
         # Pairs with conf >= the shared threshold: the n of the timing table.
-        assert total == int(demo["n"].sel(threshold=0.3, model=m).sum())
+        assert total == int(demo["n_pairs"].sel(threshold=0.3, model=m).sum())
     # ±tol is marked.
     xs = {round(float(line.get_xdata()[0]), 6) for ax in fig.axes for line in ax.get_lines()}
     assert {-0.5, 0.5} <= xs

@@ -33,8 +33,10 @@ def test_detection_view_has_the_main_columns_and_points_to_the_csv(demo_frames, 
     header = next(line for line in out.splitlines() if line.lstrip().startswith("phase") and "n_reference" in line)
     assert header.split() == [c for c in PRINTED_COLUMNS["detection"] if c != "dataset"]
     assert "dataset: aftershocks_north" in out and "dataset: aftershocks_south" in out
-    assert ("detection.csv also extra_rate, duplicate_rate, budget, best_on_edge, f1_lb_at_best, recall_at_best"
-            in " ".join(out.split()))  # (the line is wrapped at 120 columns)
+    assert ("detection.csv also extra_rate, duplicate_rate, matched_budget, best_on_edge, f1_lb_at_best, "
+            "recall_at_best" in " ".join(out.split()))  # (the line is wrapped at 120 columns)
+    # The timing view shows fraction_within at its first bound; the note names the others.
+    assert "timing.csv also fraction_within_0.25, fraction_within_0.5, p10, p90, iqr" in " ".join(out.split())
 
 
 def test_exhaustive_view_uses_the_plain_names(demo_frames, capsys):

@@ -70,7 +70,7 @@ def test_the_verdict_names_the_clear_winner_by_hand(clear):
     rows = verdict_rows(clear)
     assert [(r["dataset"], r["phase"]) for r in rows] == [("all", "P")]  # no S arrival: no S row
     (row,) = rows
-    assert row["n_reference"] == 40 and row["budget"] == 40
+    assert row["n_reference"] == 40 and row["matched_budget"] == 40
     assert row["best"] == ["A"] and row["recall"] == 1.0 and row["runner_up"] == "B"
     assert row["lead"] == pytest.approx(0.5)
     assert row["excludes_0"] is None and np.isnan(row["lo"])  # no intervals without --ci

@@ -43,7 +43,7 @@ def test_models_added_equal_one_run_hand_made(time_bin):
     recall = ext.recall.sel(dataset="d", model="m2", threshold=0.3)
     assert recall.sel(phase="P").item() == 1.0 and recall.sel(phase="S").item() == 0.5
     # The budget is read over all models again: min(n_reference P = 4, least emitted at the floor).
-    assert ext.budget.sel(dataset="d", phase="S").item() == 2
+    assert ext.matched_budget.sel(dataset="d", phase="S").item() == 2
     assert len(ext.attrs["extensions"]) == 1
     assert ext.attrs["extensions"][0]["datasets"]["d"]["models_added"] == ["m2"]
 

@@ -78,7 +78,7 @@ def test_worked_example_p_at_half_s_at_three_tenths():
     assert row(per, "timing", "P").mae == pytest.approx(0.1)
     assert row(per, "timing", "S").mae == pytest.approx(0.1)
     pq = per["phase_quality"].iloc[0]
-    assert (pq.P_n, pq.P_matched_as_S, pq.S_n, pq.S_matched_as_P) == (2, 1, 2, 0)
+    assert (pq.P_n_reference, pq.P_matched_as_S, pq.S_n_reference, pq.S_matched_as_P) == (2, 1, 2, 0)
     assert (pq.swap_rate, pq.duplicate_rate) == (0.25, 0.0)
     assert both["phase_quality"].iloc[0].swap_rate == 0.0
     # The sweep, and every reading over all thresholds, does not depend on the shared threshold.
@@ -263,9 +263,9 @@ def test_per_phase_equals_each_phase_scored_at_its_own_threshold(cat, a, b):
     assert {"detection", "timing", "over_time", "tolerance", "by_group", "model_differences"} <= checked
     # phase_quality: P columns from the run at a, S columns from the run at b; the rates over both so read.
     pq, pa, pb = (frames[k]["phase_quality"] for k in ("mixed", "P", "S"))
-    for col, source in (("P_n", pa), ("P_matched_as_S", pa), ("S_n", pb), ("S_matched_as_P", pb)):
+    for col, source in (("P_n_reference", pa), ("P_matched_as_S", pa), ("S_n_reference", pb), ("S_matched_as_P", pb)):
         assert pq[col].tolist() == source[col].tolist(), col
-    n = pq.P_n + pq.S_n
+    n = pq.P_n_reference + pq.S_n_reference
     want_swap = ((pq.P_matched_as_S + pq.S_matched_as_P) / n).where(n > 0)
     assert np.allclose(pq.swap_rate, want_swap, equal_nan=True, rtol=0, atol=0)
 

@@ -82,20 +82,21 @@ def test_detection_reads_nothing_without_s_arrivals(frames):
 
 def test_calibration_and_reliability_without_s_arrivals(frames):
     cal = _row(frames["calibration"], "ponly", "S").iloc[0]
-    assert cal.n == 3  # every pick at or above the floor: kept
+    assert cal.n_picks == 3  # every pick at or above the floor: kept
     assert math.isnan(cal.ece_lb) and math.isnan(cal.brier_lb)  # were 0.4 and 0.22
     rel = _row(frames["reliability"], "ponly", "S").set_index("bin")
-    assert rel["n"].tolist() == [0, 1, 0, 0, 1, 0, 0, 1, 0, 0]
+    assert rel["n_picks"].tolist() == [0, 1, 0, 0, 1, 0, 0, 1, 0, 0]
     np.testing.assert_allclose(rel.loc[[1, 4, 7], "mean_conf"], [0.1, 0.4, 0.7])  # the model's own: kept
     assert rel["observed_lb"].isna().all()  # was 0.0 in bins 1, 4, 7
     # With S arrivals the calibration is a result: one pick of conf 0.6, a hit.
     both = _row(frames["calibration"], "both", "S").iloc[0]
-    assert both.n == 1 and both.ece_lb == pytest.approx(0.4) and both.brier_lb == pytest.approx(0.16)
+    assert both.n_picks == 1 and both.ece_lb == pytest.approx(0.4) and both.brier_lb == pytest.approx(0.16)
 
 
 def test_timing_sweep_and_readings_without_s_arrivals(frames, ds):
-    assert _row(frames["timing"], "ponly", "S").iloc[0]["n"] == 0
-    assert _row(frames["timing"], "ponly", "S").drop(columns=["dataset", "phase", "model", "n"]).isna().all(axis=None)
+    assert _row(frames["timing"], "ponly", "S").iloc[0]["n_pairs"] == 0
+    assert _row(frames["timing"], "ponly", "S").drop(columns=["dataset", "phase", "model", "n_pairs"]).isna().all(
+        axis=None)
     sweep = _row(frames["sweep"], "ponly", "S")
     assert sweep["emitted"].iloc[0] == 3 and sweep["extra"].iloc[0] == 3  # at the floor: counts kept
     for name in ("recall", "precision_lb", "f1_lb", "extra_rate", "duplicate_rate", "mae"):
@@ -114,7 +115,7 @@ def test_timing_sweep_and_readings_without_s_arrivals(frames, ds):
 def test_phase_quality_keeps_its_rows(frames):
     # Over both phases: the P arrivals are there, so the swap rate is a result (no S pick near a P arrival).
     pq = frames["phase_quality"].set_index(["dataset", "model"]).loc[("ponly", "m")]
-    assert (pq.P_n, pq.S_n, pq.S_matched_as_P, pq.swap_rate) == (2, 0, 0, 0.0)
+    assert (pq.P_n_reference, pq.S_n_reference, pq.S_matched_as_P, pq.swap_rate) == (2, 0, 0, 0.0)
 
 
 def test_intervals_are_nan_without_s_arrivals(ds):
@@ -154,5 +155,5 @@ def test_the_p_only_reference_of_paired_windows():
     assert len(det) == 4 and (det["n_reference"] == 0).all() and (det["emitted"] > 0).all()
     assert det[["precision_lb", "f1_lb", "ap_lb", "recall_at_budget", "best_threshold"]].isna().all(axis=None)
     cal = t["calibration"][t["calibration"]["phase"] == "S"]
-    assert (cal["n"] > 0).all() and cal[["ece_lb", "brier_lb"]].isna().all(axis=None)
+    assert (cal["n_picks"] > 0).all() and cal[["ece_lb", "brier_lb"]].isna().all(axis=None)
     assert t["detection"][t["detection"]["phase"] == "P"]["precision_lb"].notna().all()

@@ -7,7 +7,8 @@ Worked by hand (SPEC §16's example: grid 0.1, 0.2, 0.3, 0.4; ``tol`` 0.5 s; sta
   emitted, matched 5,3; 4,3; 3,2; 2,2 -> f1_lb 6/9, 6/8, 4/7, 4/6: best 0.2; budget min(4, 5) = 4;
 - report part: P arrivals 70, 80; picks 70 (0.9), 80 (0.35), 85 (0.5), 90 (0.25), 95 (0.15) -> at 0.2: emitted
   4, matched 2: recall 1, precision_lb 1/2, f1_lb 4/6; its own best would be 0.3 (4/5);
-- budget_oos = floor(4 * 2 / 4 + 1/2) = 2; the report part emits 2 picks (70 and 85) from 0.351 to 0.5: recall 1/2.
+- matched_budget_oos = floor(4 * 2 / 4 + 1/2) = 2; the report part emits 2 picks (70 and 85) from 0.351 to 0.5:
+  recall 1/2.
 
 And a property: the out-of-sample numbers are those of the two parts scored separately (each part cut from the
 inputs here, with pandas, and given to ``pickscale.score`` alone).
@@ -71,7 +72,7 @@ def test_the_worked_example(hand):
     assert float(one.recall_at_best_oos) == 1.0
     assert float(one.precision_lb_at_best_oos) == 0.5
     assert float(one.f1_lb_at_best_oos) == 4 / 6
-    assert int(hand.budget_oos.sel(dataset="all", phase="P")) == 2
+    assert int(hand.matched_budget_oos.sel(dataset="all", phase="P")) == 2
     assert float(one.recall_at_budget_oos) == 0.5
     assert int(hand.n_reference_select.sel(dataset="all", phase="P")) == 4
     assert int(hand.n_reference_report.sel(dataset="all", phase="P")) == 2
@@ -81,7 +82,7 @@ def test_the_worked_example(hand):
     # No S arrivals in either part: NaN readings, 0 arrivals and budget.
     s = hand.sel(dataset="all", model="M", phase="S")
     assert np.isnan(float(s.best_threshold_selected)) and np.isnan(float(s.recall_at_budget_oos))
-    assert int(hand.budget_oos.sel(dataset="all", phase="S")) == 0
+    assert int(hand.matched_budget_oos.sel(dataset="all", phase="S")) == 0
 
 
 def test_detection_table_gains_the_columns_and_nothing_else_changes(hand):
@@ -97,7 +98,7 @@ def test_detection_table_gains_the_columns_and_nothing_else_changes(hand):
     assert list(det.columns) == list(without["detection"].columns) + OOS
     assert to_csv_bytes(det.drop(columns=OOS)) == to_csv_bytes(without["detection"])
     row = det[det.phase == "P"].iloc[0]
-    assert (row.best_threshold_selected, row.budget_oos, row.n_reference_select, row.n_reference_report) == (
+    assert (row.best_threshold_selected, row.matched_budget_oos, row.n_reference_select, row.n_reference_report) == (
         0.2, 2, 4, 2)
 
 
@@ -222,8 +223,8 @@ def _check_against_parts(ds, ref, picks, in_select_ref, in_select_picks):
             assert int(ds.n_reference_select.sel(dataset=d, phase=p)) == na
             assert int(ds.n_reference_report.sel(dataset=d, phase=p)) == nb
             budget = 0 if na == 0 or nb == 0 else math.floor(
-                Fraction(int(a.budget.sel(dataset=d, phase=p)) * nb, na) + Fraction(1, 2))
-            assert int(ds.budget_oos.sel(dataset=d, phase=p)) == budget
+                Fraction(int(a.matched_budget.sel(dataset=d, phase=p)) * nb, na) + Fraction(1, 2))
+            assert int(ds.matched_budget_oos.sel(dataset=d, phase=p)) == budget
             for m in map(str, ds.model.values):
                 got = ds.sel(dataset=d, model=m, phase=p)
                 if not bool(ds.model_present.sel(dataset=d, model=m)):

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pickscale.errors import InputError
-from pickscale.io.coverage import read_coverage
+from pickscale.io.coverage_file import read_coverage
 from pickscale.scope import Coverage, apply_scope
 
 S = 10**9

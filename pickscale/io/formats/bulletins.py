@@ -23,10 +23,10 @@ from typing import Any
 import pandas as pd
 
 from ...errors import InputError
-from ..normalised import NOTES_ATTR
 from ..sniff import OBSPY_HINT, is_bulletin_root, xml_root
 from ..sources import has_magic, listed_suffixes
 from ..storage import open_input
+from ..table import NOTES_ATTR
 from .quakeml import catalog_to_frame
 from .reader import Probe, SourceReader
 

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ...errors import InputError
-from ..normalised import NOTES_ATTR
+from ..table import NOTES_ATTR
 from .reader import LABEL, SourceReader, dispatchers
 
 __all__ = ["ModelDict"]

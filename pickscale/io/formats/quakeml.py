@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ..normalised import NOTES_ATTR
+from ..table import NOTES_ATTR
 from .reader import SourceReader, with_dataset
 
 __all__ = ["ObspyCatalog", "is_catalog", "catalog_to_frame"]

@@ -127,7 +127,7 @@ def recall_bars(
         cap_note=cap_note,
         groups=groups,
         n_reference={(d, p): int(n_ref.sel(dataset=d, phase=p)) for d in dsets for p in PHASES},
-        budget={(d, p): int(ds.budget.sel(dataset=d, phase=p)) for d in dsets for p in PHASES},
+        budget={(d, p): int(ds.matched_budget.sel(dataset=d, phase=p)) for d in dsets for p in PHASES},
         recall={(d, m, p): float(recall.sel(dataset=d, model=m, phase=p)) for d, m, p in cells},
         at_budget={(d, m, p): float(at_budget.sel(dataset=d, model=m, phase=p)) for d, m, p in cells},
         ylim=ylim,
@@ -372,7 +372,7 @@ def curves(
                     shared_index=fine_index(ds, opts.threshold_of(phase)),
                     best_index=int(np.argmin(np.abs(fine - bt))) if np.isfinite(bt) else None,
                 ))
-            rows.append(CurveRow(d, phase, n, int(ds.budget.sel(dataset=d, phase=phase)), row))
+            rows.append(CurveRow(d, phase, n, int(ds.matched_budget.sel(dataset=d, phase=phase)), row))
     return OperatingCurves(threshold=opts.threshold, exhaustive=ex, precision_name=prec_name, ap_name=ap_name,
                            models=mods, cap_note=cap_note, rows=rows, skipped=skipped)
 
@@ -392,7 +392,7 @@ def operating_curves(
     * recall against picks emitted, one line per model, with a dot where the
       shared threshold reads it, a star at the model's own best threshold
       (``best_threshold``, the highest f1 on the sweep grid), a dashed
-      vertical line at the matched ``budget`` and, in grey, the ceiling
+      vertical line at the ``matched_budget`` and, in grey, the ceiling
       recall = picks / arrivals that a picker with no false picks would
       reach;
     * precision (``precision_lb`` unless exhaustive) against recall, with the

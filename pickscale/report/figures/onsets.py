@@ -91,7 +91,7 @@ def onset_errors(
     mae, medae = opts.at_shared(ds.mae).sel(**sub).load(), opts.at_shared(ds.medae).sel(**sub).load()
     bias = opts.at_shared(ds.bias).sel(**sub).load()
     gross = opts.at_shared(ds.gross_error_rate).sel(**sub).load()
-    npairs = opts.at_shared(ds["n"]).sel(**sub).load()
+    npairs = opts.at_shared(ds.n_pairs).sel(**sub).load()
     n_ref = n_reference(ds)
     # Row layout shared by both panels: a header per dataset, then its models.
     rows: list[tuple[str, str | None]] = []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from .refusal import _bad_variable
+from .refusal import _bad_variable, _refuse
 
 if TYPE_CHECKING:
     from ...options import Options
@@ -101,21 +101,92 @@ def _check_layout(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None
     _check_rates(store, ds)
 
 
+#: Pick-rate variables of layouts no store is written in any more, and what they were (SPEC §20).
+_EARLIER_RATES = {"rate_day": "the dense (dataset, model, rate_station, day) table of pick-rate days",
+                  "rate_row_dataset": "a pick-rate row per day", "rate_row_model": "a pick-rate row per day",
+                  "rate_row_station": "a pick-rate row per day", "rate_row_day": "a pick-rate row per day"}
+
+
 def _check_rates(store: pathlib.Path, ds: xr.Dataset) -> None:
-    """SPEC §20's counts, optional (a store written before pick rates has none): both or neither, on their
-    dims, of their types, on a sorted ``rate_station`` and ascending ``day``."""
+    """SPEC §20's counts, optional (a store written before pick rates has none): all or none, on their dims, of
+    their types, on a sorted ``rate_station``, no pick-rate variable of another layout; the rate runs' indices
+    in range, their first and last days UTC midnights, first <= last, the runs in canonical order (dataset,
+    model, station, first day) and maximal (within a (dataset, model, station) none overlaps or touches the
+    next); and the runs agreeing with ``rate_picks`` (a station-model with picks has a run, never more days
+    than picks at the floor; every station a run)."""
+    from ...kernel.rates import DAY_NS
+    from ...results.rates import RATE_RUNS
     from ...results.variables import RATE_COUNTS, RATE_VARIABLES
 
+    layout = ("results hold the days with a pick as maximal runs of consecutive UTC days (rate_run_dataset, "
+              "rate_run_model, rate_run_station, rate_run_first, rate_run_last; SPEC §20)")
+    for name in sorted(str(v) for v in ds.variables):
+        if name.startswith("rate_") and name not in RATE_VARIABLES and name != "rate_station":
+            what = _EARLIER_RATES.get(name)
+            raise _bad_variable(store, ds, name, f"is {what} of an earlier layout: {layout}" if what else
+                                f"is no pick-rate variable of this layout: {layout}")
     present = [name for name in RATE_COUNTS if name in ds.variables]
     if not present:
         return
     for name in RATE_COUNTS:
         if name not in ds.variables:
             raise _bad_variable(store, ds, name, f"is missing although {present[0]} is there (SPEC §20)")
-        want, kind = RATE_VARIABLES[name].dims, "b" if name == "rate_day" else "iu"
+        want, kind = RATE_VARIABLES[name].dims, "M" if name in RATE_RUNS[3:] else "iu"
         if ds[name].dims != want or ds[name].dtype.kind not in kind:
-            raise _bad_variable(store, ds, name, f"is not {'booleans' if kind == 'b' else 'integers'} on dims {want}")
+            raise _bad_variable(store, ds, name, f"is not {'times' if kind == 'M' else 'integers'} on dims {want}")
     _labels(store, ds, "rate_station")
-    days = np.asarray(ds["day"].values)
-    if days.dtype.kind != "M" or (days.size > 1 and not (np.diff(days) > np.timedelta64(0)).all()):
-        raise _bad_variable(store, ds, "day", "is not strictly ascending times (the UTC days with a pick)")
+    runs = ("rate_run",)
+    sizes = {"rate_run_dataset": ds.sizes["dataset"], "rate_run_model": ds.sizes["model"],
+             "rate_run_station": ds.sizes["rate_station"]}
+    index = {}
+    for name, size in sizes.items():
+        index[name] = np.asarray(ds[name].values).astype(np.int64)
+        into = name.removeprefix("rate_run_").replace("station", "rate_station")
+        _refuse(store, ds, name, (index[name] < 0) | (index[name] >= size),
+                f"must be an index in [0, {size}) (into the {into} coordinate)", dims=runs)
+    ends = {}
+    for name in RATE_RUNS[3:]:
+        ns = np.asarray(ds[name].values).astype("datetime64[ns]").view(np.int64)
+        _refuse(store, ds, name, (ns == np.iinfo(np.int64).min) | (ns % DAY_NS != 0),
+                "must be a UTC midnight (a day with a pick)", dims=runs)
+        ends[name] = ns // DAY_NS
+    first, last = ends["rate_run_first"], ends["rate_run_last"]
+    _refuse(store, ds, "rate_run_last", last < first, "must not be before the run's rate_run_first", dims=runs)
+    d, m, s = (index[name] for name in RATE_RUNS[:3])
+    if d.size > 1:
+        undecided = np.ones(d.size - 1, dtype=bool)  # the same (dataset, model, station) so far
+        wrong = np.zeros(d.size - 1, dtype=bool)
+        for c in (d, m, s):
+            wrong |= undecided & (c[:-1] > c[1:])
+            undecided &= c[:-1] == c[1:]
+        wrong |= undecided & (first[:-1] > first[1:])
+        _refuse(store, ds, "rate_run_dataset", np.r_[False, wrong],
+                "runs must be in canonical order (dataset, model, rate_station, first day)", dims=runs)
+        _refuse(store, ds, "rate_run_first", np.r_[False, undecided & (first[1:] <= last[:-1])],
+                "overlaps the run before it of the same (dataset, model, rate_station): each day is in one run",
+                dims=runs)
+        _refuse(store, ds, "rate_run_first", np.r_[False, undecided & (first[1:] == last[:-1] + 1)],
+                "is the day after the run before it of the same (dataset, model, rate_station) ends: the runs "
+                "are maximal, two runs that touch are one", dims=runs)
+    # The runs against the picks: one pick at the floor at least on each day counted, and none without a day.
+    dmts = ("dataset", "model", "phase", "threshold", "rate_station")
+    picks = np.asarray(ds["rate_picks"].transpose(*dmts).values).astype(np.int64)
+    nd, nm, n_stations = ds.sizes["dataset"], ds.sizes["model"], ds.sizes["rate_station"]
+    _refuse(store, ds, "rate_picks", picks < 0, "must be >= 0", dims=dmts)
+    if picks.shape[3] > 1:
+        _refuse(store, ds, "rate_picks", np.diff(picks, axis=3) > 0,
+                "must not increase with the threshold (picks with conf >= threshold)", dims=dmts)
+    cell = (d * nm + m) * n_stations + s
+    runs_at = np.bincount(cell, minlength=nd * nm * n_stations).reshape(nd, nm, n_stations)
+    # Whole numbers (the runs checked: each at most ±106,752 days, none overlapping): summed exactly.
+    days = np.bincount(cell, weights=(last - first + 1).astype(np.float64), minlength=nd * nm * n_stations)
+    days = days.reshape(nd, nm, n_stations)
+    at_floor = picks[:, :, :, 0, :].sum(axis=2) if picks.shape[3] else np.zeros_like(runs_at)
+    by_key = ("dataset", "model", "rate_station")
+    _refuse(store, ds, "rate_station", runs_at.sum(axis=(0, 1)) == 0,
+            "holds a station no rate run names (the coordinate holds the stations with picks)", dims=("rate_station",))
+    _refuse(store, ds, "rate_picks", (at_floor > 0) & (runs_at == 0),
+            "has picks of a model at a station on no day (no rate run holds them)", dims=by_key)
+    _refuse(store, ds, "rate_run_last", days > at_floor,
+            "gives more days with a pick than picks at the floor (each day of a run is one pick at least)",
+            dims=by_key)

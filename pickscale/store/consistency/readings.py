@@ -65,7 +65,7 @@ def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options, *, pai
         differ = _differ(np.asarray(stored.values), np.asarray(want.values))
         _refuse(store, ds, name, differ, "must equal what the stored counts give (SPEC §4–§7, §10, §13, §14)",
                 dims=want.dims)
-    for dim in derived.coords:  # coordinates the derivation makes (``budgets``)
+    for dim in derived.coords:  # coordinates the derivation makes (``budget``, ``within``)
         if dim in ds.dims and dim not in counts.coords:
             have, want_values = np.asarray(ds[dim].values), np.asarray(derived[dim].values)
             if have.shape != want_values.shape or not (have == want_values).all():

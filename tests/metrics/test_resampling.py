@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pickscale.metrics import bootstrap as kb
+from pickscale.metrics import resampling as kb
 from pickscale.metrics.curves import recall_at_budget
 
 
@@ -38,7 +38,7 @@ def test_dataset_generator_is_seed_then_sha256_bytes_of_the_name():
 
 def test_dataset_generator_is_the_same_in_every_process():
     # Not Python's hash(), salted per process: two PYTHONHASHSEEDs give the same draws.
-    code = ("import numpy as np; from pickscale.metrics.bootstrap import dataset_generator as g; "
+    code = ("import numpy as np; from pickscale.metrics.resampling import dataset_generator as g; "
             "print(g(3, 'ds1').integers(0, 2**63, 4).tolist())")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env=dict(os.environ, PYTHONHASHSEED=h)).stdout for h in ("1", "2")}
@@ -88,7 +88,7 @@ def test_a_draw_without_reference_arrivals_of_the_phase_has_no_precision_or_ece(
     # Station A: one arrival, matched by its one pick; station B: no arrival, one unmatched pick (conf 0.5).
     # A draw that takes B twice holds no arrival: precision and ece are NaN there (SPEC §4, left out of the
     # quantiles, §12), not 0 — and the draw that takes each once reads them as usual.
-    from pickscale.metrics.bootstrap import detection_draws, ece_draws
+    from pickscale.metrics.resampling import detection_draws, ece_draws
 
     weights = np.array([[0, 2], [1, 1]])
     matched, emitted, n_ref = np.array([1, 0]), np.array([1, 1]), np.array([1, 0])
