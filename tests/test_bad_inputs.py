@@ -715,6 +715,7 @@ def test_output_path_holds_something_else(what, good, small_results, tmp_path, c
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["out-is-a-file", "parent-is-a-file"])
 def test_output_path_is_not_a_folder(where, good, small_results, tmp_path, capsys):
     blocker = tmp_path / "notes.txt"

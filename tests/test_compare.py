@@ -266,6 +266,7 @@ def assert_counts_equal(got, want):
         np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
 
 
+@pytest.mark.slow
 @given(side(12), side(12), st.sampled_from([0, 20 * MS, 50 * MS, 100 * MS]), st.randoms(use_true_random=False))
 def test_kernel_equals_brute_force(rows_a, rows_b, tol_ns, rnd):
     ga, ta, ca = arrays(rows_a)
@@ -288,6 +289,7 @@ def test_kernel_equals_brute_force(rows_a, rows_b, tol_ns, rnd):
     assert_counts_equal(swapped, want)
 
 
+@pytest.mark.slow
 @given(side(5), side(5), st.sampled_from([0, 20 * MS, 50 * MS, 100 * MS]))
 def test_kernel_against_the_largest_matching(rows_a, rows_b, tol_ns):
     """Closest first is a maximal matching: at least half of the largest one, never more."""
@@ -298,6 +300,7 @@ def test_kernel_against_the_largest_matching(rows_a, rows_b, tol_ns):
     assert (most + 1) // 2 <= matched <= most
 
 
+@pytest.mark.slow
 @given(side(12), st.randoms(use_true_random=False))
 def test_a_set_against_itself_is_identical(rows, rnd):
     g, t, c = arrays(rows)
@@ -325,6 +328,7 @@ def as_frame(rows) -> pd.DataFrame:
                          "time": [f"{r[2] // S}.{r[2] % S:09d}" for r in rows], "conf": [r[3] for r in rows]})
 
 
+@pytest.mark.slow
 @given(pick_rows(10), pick_rows(10), st.randoms(use_true_random=False))
 def test_table_equals_brute_force_in_any_row_order(rows_a, rows_b, rnd):
     if not rows_a and not rows_b:
@@ -369,6 +373,7 @@ def files(tmp_path) -> tuple[Path, Path]:
     return tmp_path / "a.csv", tmp_path / "b.csv"
 
 
+@pytest.mark.slow
 def test_cli_writes_the_table_and_says_where(files, tmp_path, capsys):
     a, b = files
     code, out, err = run(["compare", a, b, "--out", tmp_path / "out"], capsys)
@@ -416,6 +421,7 @@ def test_cli_bad_input_exits_2(files, tmp_path, capsys, case, needle):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_cli_subprocess(files, tmp_path):
     a, _ = files
     done = subprocess.run([sys.executable, "-m", "pickscale", "compare", str(a), str(a)], cwd=tmp_path,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import pytest
+
 import pickscale
 
 ROOT = pathlib.Path(pickscale.__file__).parent
@@ -89,6 +91,7 @@ def test_the_graph_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
 
 
+@pytest.mark.slow
 def test_no_new_import_cycle():
     cycles = _cycles(_edges(_modules()))
     assert set(cycles) == KNOWN

@@ -84,6 +84,7 @@ def test_the_command_line_the_study_file_and_python_agree(name, inputs, tmp_path
         assert from_file.score_keywords()[name] == python
 
 
+@pytest.mark.slow
 def test_one_run_each_way_gives_the_same_store(inputs, tmp_path):
     """End to end, with several options at once: the stored options and the tables are the same."""
     chosen = ("tol", "threshold", "thresholds", "budget", "tols")

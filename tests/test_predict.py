@@ -89,6 +89,7 @@ def test_hand_worked_distance_and_columns():
     assert ref["time"].iat[0] == pd.Timestamp("2024-01-01T00:10:06.671111Z")
 
 
+@pytest.mark.slow
 def test_rows_sorted_counts_and_max_distance():
     events = _events([("b", 45.0, 0.0, 10.0), ("a", 45.0, 0.0, 10.0)])
     stations = _stations([("XX.Z", 46.0, 0.0), ("XX.B", 45.0, 90.0), ("XX.C", 0.0, 135.0)])
@@ -101,6 +102,7 @@ def test_rows_sorted_counts_and_max_distance():
     assert any("max_distance_deg" in n for n in ref.attrs["pickscale_notes"])
 
 
+@pytest.mark.slow
 def test_quakeml_and_stationxml_inputs(tmp_path):
     origin = Origin(time=ORIGIN, latitude=45.0, longitude=0.0, depth=10_000.0)  # QuakeML depths in metres
     other = Origin(time="2024-01-01T00:00:05Z", latitude=10.0, longitude=10.0, depth=50_000.0)
@@ -202,6 +204,7 @@ def test_written_reference_is_read_and_scored(tmp_path, capsys):
     assert timing.loc["S", "bias"] == pytest.approx(-1.5, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_input_with_exit_2(tmp_path, capsys):
     (tmp_path / "events.csv").write_text("time,latitude,longitude,depth_km\n2024-01-01T00:00:00Z,45,0,-3\n")
     (tmp_path / "stations.csv").write_text("station,latitude,longitude\nXX.A,46,0\n")

@@ -47,6 +47,7 @@ def _python_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+@pytest.mark.slow
 def test_the_package_never_evaluates_or_unpickles():
     problems = []
     for path in _python_files():
@@ -169,6 +170,7 @@ def test_a_config_file_is_data(tmp_path, capsys):
         load_config(config)
 
 
+@pytest.mark.slow
 def test_a_store_that_names_a_pickle_codec_is_refused(tmp_path):
     """A results store can come from anyone: a codec Zarr does not know is an error, not code."""
     import json

@@ -37,6 +37,7 @@ def test_flags_parse():
     assert p.parse_args(["report", "store", "--ci"]).ci == 0.95
 
 
+@pytest.mark.slow
 def test_score_with_ci_and_budgets_then_report(inputs, tmp_path, capsys):
     ref, picks = inputs
     out = tmp_path / "run"
@@ -53,6 +54,7 @@ def test_score_with_ci_and_budgets_then_report(inputs, tmp_path, capsys):
         assert (out / f"{name}.csv").read_bytes() == (tmp_path / "again" / f"{name}.csv").read_bytes(), name
 
 
+@pytest.mark.slow
 def test_score_without_ci_writes_no_interval(inputs, tmp_path, capsys):
     ref, picks = inputs
     out = tmp_path / "run"

@@ -378,6 +378,7 @@ def test_option_errors_speak_the_api_in_python_and_flags_on_the_command_line(cat
     assert code == 2 and "--residual-tol (0.2 s) must be >= --tol (0.5 s)" in err, err
 
 
+@pytest.mark.slow
 def test_demo_exhaustive_prints_pooled_facts(tmp_path, capsys):
     """Issue 11: `demo --exhaustive` works (its tables say `precision`, not `precision_lb`); issue 15: the
     "What to see" recalls are pooled over the datasets (matched / n_reference summed), and say so."""

@@ -55,6 +55,7 @@ def score(out: Path, ref: Path, picks: Path, *extra) -> None:
                "--time-bin", "1D", *extra) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["models", "time"])
 def test_extend_equals_one_run(how, inputs, tmp_path):
     whole, out = tmp_path / "whole", tmp_path / "out"
@@ -100,6 +101,7 @@ def m1_run(inputs, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(REFUSALS))
 def test_refusals_exit_2_and_leave_the_store_untouched(case, inputs, m1_run, tmp_path, capsys):
     out = tmp_path / "out"

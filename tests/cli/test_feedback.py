@@ -78,6 +78,7 @@ def test_closed_pipe_ends_quietly(tmp_path):
     assert (tmp_path / "out" / "results.zarr").is_dir() and (tmp_path / "out" / "detection.csv").is_file()
 
 
+@pytest.mark.slow
 def test_writing_is_a_labelled_stage(tmp_path, capsys, monkeypatch):
     """Issue 12 item 7: the last stage, writing the store and the tables and figures, has its own display."""
     import pickscale.engine.progress as progress

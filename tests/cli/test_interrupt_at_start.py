@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 CHILD = r"""
 import importlib.abc, os, signal, sys
 
@@ -28,6 +30,7 @@ sys.exit(main(["score", "--reference", "r.csv", "--picks", "p.csv", "--out", "ou
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_modules_load_exits_130_without_a_traceback(tmp_path):
     # Ctrl-C's default disposition in the child (a suite started in the background ignores SIGINT).
     done = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, capture_output=True, text=True, timeout=300,

@@ -36,6 +36,7 @@ def runs(inputs, tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_detection_csv_gains_the_columns_and_the_other_tables_are_unchanged(runs):
     plain, oos = runs / "plain", runs / "oos"
     det = pd.read_csv(oos / "detection.csv")
@@ -51,12 +52,14 @@ def test_detection_csv_gains_the_columns_and_the_other_tables_are_unchanged(runs
     assert det.drop(columns=OOS).to_csv(index=False) == base.to_csv(index=False)
 
 
+@pytest.mark.slow
 def test_report_on_the_store_writes_the_same_detection_csv(runs, tmp_path):
     assert main(["report", str(runs / "oos" / "results.zarr"), "--out", str(tmp_path), "--no-figures",
                  "--quiet"]) == 0
     assert (tmp_path / "detection.csv").read_bytes() == (runs / "oos" / "detection.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_study_file_key_equals_the_flag(inputs, runs, tmp_path):
     study = tmp_path / "study.toml"
     study.write_text(f'reference = "{inputs / "reference.csv"}"\npicks = "{inputs / "picks.csv"}"\n'
@@ -77,6 +80,7 @@ def test_a_bad_form_exits_2_before_anything_is_written(inputs, tmp_path, capsys,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_an_empty_part_exits_2_naming_the_flag_and_the_date(inputs, tmp_path, capsys):
     assert _score(inputs, tmp_path / "out", "--select-on", "before:2023-06-01") == 2
     err = capsys.readouterr().err

@@ -45,6 +45,7 @@ def test_cli_tols(tmp_path):
     assert (tmp_path / "c" / "tolerance.csv").read_bytes() == (tmp_path / "b" / "tolerance.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_study_file_tols(tmp_path):
     _write_inputs(tmp_path)
     (tmp_path / "s.toml").write_text('reference = "ref.csv"\npicks = "picks.csv"\nout = "o"\n'

@@ -22,6 +22,7 @@ def inputs():
     return ref, cat.picks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [{"exchange_method": "direct"}, {"exchange_method": "shuffle"},
                                  {"exchange_method": "direct", "block_picks": 5}])
 def test_sums_over_groups_equal_the_default_run_and_every_other_number_is_unchanged(inputs, how):
@@ -39,6 +40,7 @@ def test_sums_over_groups_equal_the_default_run_and_every_other_number_is_unchan
     assert not any(name in plain for name in _GROUPED)
 
 
+@pytest.mark.slow
 def test_exchanges_and_blocks_give_the_same_groups(inputs):
     ref, picks = inputs
     runs = [pickscale.score(ref, picks, progress=False, group_by="magnitude:1,2", **how)

@@ -90,6 +90,7 @@ def _equal_partials(got: Partial, want: Partial, *, pairs: bool = True) -> None:
         assert all(np.array_equal(a, b) for a, b in zip(got.fine[d], want.fine[d]))
 
 
+@pytest.mark.slow
 @given(assignment=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans()), min_size=1, max_size=9))
 @settings(max_examples=40, deadline=None)
 def test_joined_pieces_equal_the_combined_partial(assignment):

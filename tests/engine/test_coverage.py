@@ -37,6 +37,7 @@ def _same_tables(a, b, *, rates: bool = True) -> None:
             assert ta[name].to_csv(index=False) == tb[name].to_csv(index=False), name
 
 
+@pytest.mark.slow
 def test_windows_csv_holds_every_pick_and_arrival(inputs):
     # PROVENANCE: no model saw data outside the windows, and every pick lies inside one: nothing is excluded,
     # and no number changes.
@@ -73,6 +74,7 @@ def _cut(ref, picks, win, models):
     return ref[common], picks[pick_ok & pick_own], int((~common).sum()), int((~(pick_ok & pick_own)).sum())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exchange_method", ["direct", "shuffle"])
 def test_per_model_windows_score_the_common_coverage(inputs, tmp_path, exchange_method):
     ref, picks, win = inputs

@@ -62,6 +62,7 @@ def _raw(path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
+@pytest.mark.slow
 def test_baseline_is_not_trivial(cat, baseline):
     ds, b = baseline
     assert len(ds["station"]) >= 10 and len(ds["model"]) == 4 and len(ds["dataset"]) == 3
@@ -78,6 +79,7 @@ def test_baseline_is_not_trivial(cat, baseline):
     assert changed >= 5
 
 
+@pytest.mark.slow
 def test_shuffled_rows(cat, inputs, baseline, tmp_path):
     rng = np.random.default_rng(99)
     shuffled = type(cat)(
@@ -110,6 +112,7 @@ def split_inputs(cat, tmp_path_factory):
     return ref, picks
 
 
+@pytest.mark.slow
 def test_picks_split_across_files(split_inputs, baseline):
     ref, picks = split_inputs
     ds = pickscale.score(str(ref), str(picks))
@@ -117,6 +120,7 @@ def test_picks_split_across_files(split_inputs, baseline):
     same_as_baseline(ds, baseline)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 7])
 def test_dask_dataframe_partitions(inputs, baseline, npartitions):
     ref_path, picks_path = inputs
@@ -130,6 +134,7 @@ def test_dask_dataframe_partitions(inputs, baseline, npartitions):
     same_as_baseline(ds, baseline)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_picks", [None, 40])
 def test_both_exchanges_give_identical_results(inputs, baseline, block_picks):
     """Dask's shuffle and the direct cut move picks differently; with or without time blocks (which then
@@ -140,6 +145,7 @@ def test_both_exchanges_give_identical_results(inputs, baseline, block_picks):
                                          block_picks=block_picks), baseline)
 
 
+@pytest.mark.slow
 def test_unknown_exchange_method_is_refused(inputs):
     with pytest.raises(pickscale.errors.OptionsError, match="exchange_method"):
         pickscale.score(*map(str, inputs), exchange_method="fast")

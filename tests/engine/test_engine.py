@@ -64,6 +64,7 @@ def trap_run(trap, tmp_path_factory):
 
 # --------------------------------------------------------------------------- 1. end to end vs brute force
 
+@pytest.mark.slow
 def test_catalogue_has_every_trap(trap, trap_expected):
     """The traps are really in the inputs (so the comparisons below exercise them)."""
     ref, picks = trap.reference, trap.picks
@@ -94,12 +95,14 @@ def test_catalogue_has_every_trap(trap, trap_expected):
         assert not {edges["out_low"], edges["out_high"], edges["out_far"], edges["out_early"]} & kept
 
 
+@pytest.mark.slow
 def test_end_to_end_csv_matches_brute_force(trap_run, trap_expected):
     ds, got = trap_run
     assert_tables_equal(got, trap_expected.tables)
     assert_store_matches(ds, trap_expected)
 
 
+@pytest.mark.slow
 def test_end_to_end_parquet_matches_brute_force(trap, trap_expected, trap_run, tmp_path):
     """Typed Parquet columns (naive and UTC datetimes, float conf) give the same tables, byte for byte."""
     ref_path, picks_path = trap.write_parquet(tmp_path)
@@ -110,6 +113,7 @@ def test_end_to_end_parquet_matches_brute_force(trap, trap_expected, trap_run, t
     assert ds.attrs["exclusions"] == trap_expected.scope.exclusions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [
     dict(threshold=0.25, tol=0.3, residual_tol=1.0),  # shared threshold added to the default grid
     dict(threshold=0.5, thresholds=[0.05, 0.1, 0.2, 0.4, 0.6, 0.8], tol=0.5, residual_tol=0.5, budget=12),
@@ -123,6 +127,7 @@ def test_other_options_match_brute_force(trap, tmp_path, options):
     assert ds.attrs["exclusions"] == exp.scope.exclusions
 
 
+@pytest.mark.slow
 def test_exclusions_counted_and_warned(trap_run, trap_expected, trap):
     ds, _ = trap_run
     scope = trap_expected.scope
@@ -166,6 +171,7 @@ def test_exclusions_counted_and_warned(trap_run, trap_expected, trap):
     assert inputs["picks"]["rows_read"] == len(trap.picks)
 
 
+@pytest.mark.slow
 def test_store_station_counts_sum_to_table_totals(trap_run):
     ds, t = trap_run
     theta = ds.attrs["options"]["threshold"]
@@ -210,6 +216,7 @@ def test_store_station_counts_sum_to_table_totals(trap_run):
         assert int(mask.sum()) == r.n_pairs
 
 
+@pytest.mark.slow
 def test_absent_models(trap_run):
     """A model absent from a dataset: no rows, NaN metrics, model_present False.  Absent from stations: missed."""
     ds, t = trap_run
@@ -247,6 +254,7 @@ def test_absent_models(trap_run):
     assert row["n_reference"] == 0 and np.isnan(row["recall"]) and np.isnan(row["ap_lb"])
 
 
+@pytest.mark.slow
 def test_exhaustive_drops_lb_everywhere(trap_run, trap, tmp_path):
     ds_lb, t_lb = trap_run
     ref_path, picks_path = trap.write_csv(tmp_path)
@@ -270,6 +278,7 @@ def saved(trap_run, tmp_path_factory):
     return target
 
 
+@pytest.mark.slow
 def test_store_round_trip(trap_run, saved):
     ds, frames = trap_run
     target = saved
@@ -310,6 +319,7 @@ def test_store_round_trip(trap_run, saved):
     assert [str(x) for x in plain["model"].values] == ds["model"].values.tolist()
 
 
+@pytest.mark.slow
 def test_tables_of_lazily_reopened_store(trap_run, saved):
     """The documented ``pickscale.tables(pickscale.open_results(path))``, on the lazy (Dask-backed) store.
 
@@ -328,6 +338,7 @@ def stead50():
     return folder, ds
 
 
+@pytest.mark.slow
 @needs_data
 def test_stead50_matches_brute_force(stead50):
     folder, ds = stead50
@@ -337,6 +348,7 @@ def test_stead50_matches_brute_force(stead50):
     assert_store_matches(ds, exp)
 
 
+@pytest.mark.slow
 @needs_data
 def test_stead50_provenance_numbers(stead50):
     """PROVENANCE: at conf >= 0.3, tol 0.5: P 46/50, S 49/49; 23 of 118 picks unmatched; median |dt| 0.06 s."""
@@ -373,6 +385,7 @@ def test_paired_windows_matches_brute_force():
     }
 
 
+@pytest.mark.slow
 def test_warnings_reach_python_users(tmp_path):
     """Issue 12: every exclusion warning is issued through `warnings.warn` (and kept in the attributes)."""
     ref = pd.DataFrame({"station": ["CI.CLC", "CI.CLC", "CI.SRT"], "phase": ["P", "S", "P"],

@@ -33,6 +33,7 @@ def _coordinates(stored, new):
     return {"datasets": datasets, "models": models, "stations": stations}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [BATCH_ROWS, 7, 1])
 def test_stream_shares_are_each_side_s_pairs_on_the_merged_coordinates(rows):
     ref, picks, cut = generated()
@@ -75,6 +76,7 @@ def test_stream_shares_are_each_side_s_pairs_on_the_merged_coordinates(rows):
                for share in ss) == new_of_model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [7, 1])
 def test_the_merged_pairs_do_not_depend_on_the_batches(rows):
     from pickscale.engine.pairs import streams_of
@@ -95,6 +97,7 @@ def test_the_merged_pairs_do_not_depend_on_the_batches(rows):
         assert np.array_equal(a[name].values, b[name].values), name
 
 
+@pytest.mark.slow
 def test_streams_merged_here_equal_the_station_by_station_merge():
     from pickscale.engine.pairs import streams_of
     from pickscale.options import Options

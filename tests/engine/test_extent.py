@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ frames = st.lists(st.tuples(st.sampled_from(["d", "e"]), st.sampled_from(STATION
     lambda rows: pd.DataFrame(rows, columns=["dataset", "station", "phase", "time"]).astype({"time": np.int64}))
 
 
+@pytest.mark.slow
 @given(frame=frames, categorical=st.booleans(), stations=st.none() | st.sets(st.sampled_from(STATIONS + ["Q"])),
        span=st.none() | st.tuples(st.integers(0, 20), st.integers(0, 20)).map(sorted))
 @settings(max_examples=150, deadline=None)

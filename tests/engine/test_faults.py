@@ -414,6 +414,7 @@ def test_leftovers_of_dead_runs_are_removed_and_reported(small, run_a, cluster, 
     assert before  # (the earlier run's files were there)
 
 
+@pytest.mark.slow
 def test_previous_store_moved_aside_by_a_dead_run_is_put_back(small, run_a, tmp_path, capsys):
     """A run killed between the two renames of the swap leaves no store at the target: the next run
     (here one that then stops on a bad option) puts the previous store back first, and says so."""
@@ -551,6 +552,7 @@ def test_two_runs_writing_one_target_at_once(small, tmp_path):
     assert siblings(out) == []
 
 
+@pytest.mark.slow
 def test_a_run_aimed_at_a_folder_another_run_is_writing_stops_at_once(small, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
@@ -575,6 +577,7 @@ def test_a_run_aimed_at_a_folder_another_run_is_writing_stops_at_once(small, tmp
 # --------------------------------------------------------------------------- store integrity
 
 
+@pytest.mark.slow
 def test_store_written_by_this_version_reopens_with_identical_values(run_a, tmp_path):
     ds = run_a[0]
     target = save(ds, tmp_path / "results.zarr")
@@ -643,6 +646,7 @@ DAMAGE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
 def test_open_results_and_report_refuse_a_store_that_cannot_be_trusted(kind, run_a, tmp_path, capsys):
     (tmp_path / "run").mkdir()
@@ -662,6 +666,7 @@ def test_open_results_and_report_refuse_a_store_that_cannot_be_trusted(kind, run
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before  # no table written
 
 
+@pytest.mark.slow
 def test_store_without_manifest_is_refused(run_a, tmp_path):
     """Every store of this schema has a manifest: without it nothing shows a missing chunk (read as 0)."""
     store = save(run_a[0], tmp_path / "results.zarr")

@@ -116,6 +116,7 @@ def check_against_subset(ds: xr.Dataset, n_models: int, way: str) -> None:
     np.testing.assert_array_equal(ds.model.values[ds.pair_model.values], names[small.pair_model.values])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", ["direct", "shuffle"])
 @pytest.mark.parametrize("n_models", [63, 64, 65])  # 65: the first whose codes (129) pass int8
 def test_int8_boundary(n_models, way):

@@ -43,7 +43,7 @@ def _canonical(ds) -> bool:
 def _same_statistics(ds, options) -> None:
     sweep = pair_statistics_of(ds, options)["sweep"]
     for name, values in sweep.items():
-        got = ds[name].transpose("dataset", "model", "phase", "threshold").values
+        got = ds[name].transpose("dataset", "model", "phase", "threshold", ...).values
         # Bit for bit where there are pairs; NaN (or n = 0) where there are none.
         assert np.array_equal(got, values, equal_nan=True), name
         assert got.tobytes() == np.asarray(values, dtype=got.dtype).tobytes() or np.isnan(values).any(), name
@@ -60,6 +60,7 @@ def test_engine_statistics_are_those_of_the_pairs_it_stores(seed, n_events):
     _same_statistics(ds, options)
 
 
+@pytest.mark.slow
 @given(rows=st.lists(st.tuples(st.integers(0, 5), st.integers(-2_000, 2_000), st.sampled_from([0.2, 0.5, 0.9]),
                                st.integers(0, 2)), min_size=1, max_size=60),
        cuts=st.lists(st.integers(0, 60), max_size=4))

@@ -70,6 +70,7 @@ def _row_group_file(path: Path, frame: pd.DataFrame, rows_per_group: int) -> Non
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=rows_per_group)
 
 
+@pytest.mark.slow
 def test_large_files_are_read_as_runs_of_row_groups(tmp_path, monkeypatch):
     picks = pd.read_csv(DATA / "picks.csv")
     path = tmp_path / "picks.parquet"
@@ -85,6 +86,7 @@ def test_large_files_are_read_as_runs_of_row_groups(tmp_path, monkeypatch):
     assert split.attrs["inputs"]["picks"]["rows_read"] == len(picks)
 
 
+@pytest.mark.slow
 def test_row_numbers_in_messages_count_from_the_top_of_the_file(tmp_path, monkeypatch):
     picks = pd.read_csv(DATA / "picks.csv")
     bad_row = len(picks) - 3  # in the last run of row groups
@@ -97,6 +99,7 @@ def test_row_numbers_in_messages_count_from_the_top_of_the_file(tmp_path, monkey
         pickscale.score(str(DATA / "reference.csv"), str(path))
 
 
+@pytest.mark.slow
 def test_workers_stay_lean_and_keep_nothing_after_a_run():
     """Workers import no xarray (only pickscale.engine.parts, .scoring and the kernel), and the read parts are freed."""
     cluster, client = start_cluster(n_workers=1)
@@ -113,6 +116,7 @@ def test_workers_stay_lean_and_keep_nothing_after_a_run():
         cluster.close()
 
 
+@pytest.mark.slow
 def test_small_files_are_read_in_batches_with_every_error_reported(tmp_path, monkeypatch):
     from pickscale.io import csv_to_parquet
 
@@ -171,6 +175,7 @@ def test_residual_pairs_sort_equals_the_full_lexicographic_sort(ordered, monkeyp
     assert bool(calls) is (not ordered)  # the full sort runs only when the cheap one was not enough
 
 
+@pytest.mark.slow
 def test_reference_files_in_batches(tmp_path):
     from pickscale.io import csv_to_parquet
 

@@ -209,6 +209,7 @@ def test_study_file_cluster_table_names_a_scheduler_file(sched_file, in_process_
     assert _transitions(sched_file) > before + 10
 
 
+@pytest.mark.slow
 def test_a_scheduler_file_that_never_appears_is_exit_2(tmp_path, capsys, monkeypatch):
     import pickscale.engine.cluster as cluster
 

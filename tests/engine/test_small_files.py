@@ -61,6 +61,7 @@ def read_alone(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_a_glob_of_tiny_csv_files_gives_the_tables_of_one_file(tmp_path, read_alone):
     rows = _rows()
     files = _tiny_files(tmp_path, rows)
@@ -75,6 +76,7 @@ def test_a_glob_of_tiny_csv_files_gives_the_tables_of_one_file(tmp_path, read_al
     assert batched.attrs["inputs"]["picks"]["files"] == len(files)
 
 
+@pytest.mark.slow
 def test_a_bad_row_in_one_tiny_file_is_named_by_its_file_and_row(tmp_path, read_alone):
     rows = _rows()
     files = _tiny_files(tmp_path, rows)
@@ -98,6 +100,7 @@ def test_a_bad_row_in_one_tiny_file_is_named_by_its_file_and_row(tmp_path, read_
     assert dropped.attrs["inputs"]["picks"]["rows_invalid_dropped"] == 1
 
 
+@pytest.mark.slow
 def test_tiny_files_of_different_headers_in_one_glob(tmp_path, read_alone):
     rows = _rows(900)
     columns = list(rows.columns)

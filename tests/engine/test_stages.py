@@ -33,6 +33,7 @@ def test_keywords_are_the_keywords_of_score_that_are_not_options():
     assert fields - {"options"} == keyword_only - set(scoring_names()) - {"options", "select_on"}
 
 
+@pytest.mark.slow
 def test_the_three_stages_are_score():
     ref, picks = _inputs()
     run = prepare(ref, picks, run_keywords({"tol": 0.25, "progress": False}))
@@ -47,6 +48,7 @@ def test_the_three_stages_are_score():
         assert staged[name].to_csv(index=False) == direct[name].to_csv(index=False), name
 
 
+@pytest.mark.slow
 def test_prepare_keeps_the_normalised_reference_when_asked():
     ref, picks = _inputs()
     run = prepare(ref, picks, Keywords(progress=False), keep_reference=True)

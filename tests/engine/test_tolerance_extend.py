@@ -22,6 +22,7 @@ def _inputs():
     return ref, picks
 
 
+@pytest.mark.slow
 def test_extend_a_store_with_tols(tmp_path):
     ref, picks = _inputs()
     whole = pickscale.score(ref, picks, tols=TOLS, progress=False)

@@ -58,6 +58,7 @@ def _assert_names_everything(message: str, picks: int) -> None:
     assert "Nothing was scored" in message
 
 
+@pytest.mark.slow
 def test_too_large_unit_in_process(monkeypatch, no_scoring):
     monkeypatch.setenv(MEMORY_ENV, "6MB")
     ref, picks = burst()
@@ -67,6 +68,7 @@ def test_too_large_unit_in_process(monkeypatch, no_scoring):
     assert f"{MEMORY_ENV}=6MB" in str(err.value)
 
 
+@pytest.mark.slow
 def test_unit_that_fits_is_scored(monkeypatch):
     monkeypatch.setenv(MEMORY_ENV, "64MB")
     ref, picks = burst()
@@ -74,6 +76,7 @@ def test_unit_that_fits_is_scored(monkeypatch):
     assert int(ds.emitted.isel(threshold=0).sum()) > 0
 
 
+@pytest.mark.slow
 def test_split_station_counted_exactly(monkeypatch, no_scoring):
     """A station cut in blocks whose burst stays one block: the units are counted, the burst one refused."""
     monkeypatch.setenv(MEMORY_ENV, "6MB")
@@ -83,6 +86,7 @@ def test_split_station_counted_exactly(monkeypatch, no_scoring):
     _assert_names_everything(str(err.value), 20_000)  # the burst's block alone, not the station's 23,000
 
 
+@pytest.mark.slow
 def test_split_station_whose_blocks_fit(monkeypatch):
     """The whole station would not fit, each of its blocks does: scored, with the numbers of one unit."""
     ref, picks = burst(2_000, quiet_picks=20_000)
@@ -98,6 +102,7 @@ def test_budget_setting_is_checked(monkeypatch):
         worker_budget(None)
 
 
+@pytest.mark.slow
 def test_too_large_unit_on_a_cluster(monkeypatch):
     """The budget comes from the workers' memory_limit / nthreads (a LocalCluster in this process;
     Dask's own memory monitor off, so that its tiny limit only informs pickscale)."""

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")
 NORDIC = os.path.join(os.path.dirname(obspy.__file__), "io", "nordic", "tests", "data")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["01-0411-15L.S201309", "select.out"])
 def test_a_nordic_file_under_its_real_name_is_a_bulletin(name, tmp_path):
     real = tmp_path / name

@@ -121,6 +121,7 @@ def test_broken_utf16_is_named(tmp_path):
         read_raw(p)
 
 
+@pytest.mark.slow
 def test_utf16_reference_scores_like_utf8(tmp_path):
     from tests.helpers.catalogues import plain_catalogue
 

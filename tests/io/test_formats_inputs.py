@@ -51,6 +51,7 @@ def canonical():
 
 # ----------------------------------------------------------------- bulletins
 
+@pytest.mark.slow
 def test_quakeml_file_equals_canonical(canonical):
     ds = score(str(DATA / "bulletin.xml"), scenario.picks_frame())
     same_tables(ds, canonical)
@@ -59,6 +60,7 @@ def test_quakeml_file_equals_canonical(canonical):
     assert ds.attrs["inputs"]["reference"]["files"] == 1
 
 
+@pytest.mark.slow
 def test_catalog_object_equals_canonical(canonical):
     catalog = obspy.read_events(str(DATA / "bulletin.xml"))
     ds = score(catalog, scenario.picks_frame())
@@ -66,12 +68,14 @@ def test_catalog_object_equals_canonical(canonical):
     assert int(ds.n_reference.sum()) == len(scenario.reference_frame())
 
 
+@pytest.mark.slow
 def test_bulletin_glob_and_folder(tmp_path, canonical):
     shutil.copy(DATA / "bulletin.xml", tmp_path / "bulletin.qml")
     same_tables(score(str(tmp_path / "*.qml"), scenario.picks_frame()), canonical)
     same_tables(score(str(tmp_path), scenario.picks_frame()), canonical)
 
 
+@pytest.mark.slow
 def test_quakeml_manual_only():
     from pickscale.io import formats, normalise
 
@@ -85,6 +89,7 @@ def test_quakeml_manual_only():
                 score(expected, scenario.picks_frame()))
 
 
+@pytest.mark.slow
 def test_bulletin_dict_names_the_dataset():
     catalog = obspy.read_events(str(DATA / "bulletin.xml"))
     ds = score({"ridgecrest": catalog}, scenario.picks_frame().assign(dataset="ridgecrest"))
@@ -93,6 +98,7 @@ def test_bulletin_dict_names_the_dataset():
                           scenario.picks_frame().assign(dataset="ridgecrest")))
 
 
+@pytest.mark.slow
 def test_hypodd_phase_file():
     ref = scenario.reference_frame().iloc[[0, 1, 2]].assign(station=["CLC", "CLC", "WBS"])
     picks = scenario.picks_frame().assign(station=lambda f: f["station"].str.split(".").str[1])
@@ -131,22 +137,26 @@ def picklist(model: str) -> PickList:
     return out
 
 
+@pytest.mark.slow
 def test_seisbench_picklists_by_model(canonical):
     picks = {"PhaseNet": picklist("PhaseNet"), "EQTransformer": picklist("EQTransformer")}
     same_tables(score(scenario.reference_frame(), picks), canonical)
 
 
+@pytest.mark.slow
 def test_seisbench_single_picklist_and_iterator():
     expected = score(scenario.reference_frame(), scenario.picks_frame(("PhaseNet",), with_model=False))
     same_tables(score(scenario.reference_frame(), picklist("PhaseNet")), expected)
     same_tables(score(scenario.reference_frame(), iter(list(picklist("PhaseNet")))), expected)
 
 
+@pytest.mark.slow
 def test_seisbench_to_dataframe_csv():
     expected = score(scenario.reference_frame(), scenario.picks_frame(("PhaseNet",), with_model=False))
     same_tables(score(scenario.reference_frame(), str(DATA / "seisbench" / "picks.csv")), expected)
 
 
+@pytest.mark.slow
 def test_eqtransformer_station_folders(canonical):
     expected = score(scenario.reference_frame(), scenario.picks_frame(("EQTransformer",), with_model=False))
     ds = score(scenario.reference_frame(), str(DATA / "eqtransformer" / "*" / "X_prediction_results.csv"))
@@ -157,6 +167,7 @@ def test_eqtransformer_station_folders(canonical):
     assert list(one.station.values) == ["CI.CLC"]
 
 
+@pytest.mark.slow
 def test_phasenet_picks_csv():
     ref = scenario.reference_frame().assign(station=lambda f: f["station"] + "..HH")
     expected = score(ref, scenario.picks_frame(("PhaseNet",), with_model=False).assign(
@@ -164,12 +175,14 @@ def test_phasenet_picks_csv():
     same_tables(score(ref, str(DATA / "phasenet" / "picks.csv")), expected)
 
 
+@pytest.mark.slow
 def test_phasenet_against_net_sta_bulletin():
     expected = score(scenario.reference_frame(), scenario.picks_frame(("PhaseNet",), with_model=False))
     same_tables(score(str(DATA / "bulletin.xml"), str(DATA / "phasenet" / "picks.csv"), station_key="net.sta"),
                 expected)
 
 
+@pytest.mark.slow
 def test_quakescope_parquet_rid_is_the_model(canonical):
     ds = score(scenario.reference_frame(), str(DATA / "quakescope" / "picks.parquet"))
     assert sorted(ds.model.values) == ["eqt_original_v2", "phasenet_stead_v1"]

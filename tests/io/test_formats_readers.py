@@ -207,6 +207,7 @@ def test_dict_of_frames_names_the_model():
         formats.as_frame({"a": 3}, role="picks")
 
 
+@pytest.mark.slow
 def test_core_does_not_import_obspy():
     import subprocess
 

@@ -140,6 +140,7 @@ def only_input_errors(call, source: str):
             return None
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(frame=raw_frames(), role=st.sampled_from(["reference", "picks"]), drop=st.booleans())
 def test_frames_of_any_shape_and_dtype(frame, role, drop):
@@ -201,6 +202,7 @@ def csv_files(draw) -> tuple[bytes, str]:
     return data, suffix
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(file=st.one_of(csv_files(), st.tuples(st.binary(max_size=300), st.sampled_from([".csv", ".parquet"]))),
        role=st.sampled_from(["reference", "picks"]), drop=st.booleans())

@@ -146,6 +146,7 @@ def small_files(tmp_path):
     return tmp_path / "ref.csv", tmp_path / "picks.parquet"
 
 
+@pytest.mark.slow
 def test_a_footer_claiming_a_trillion_rows_is_refused_before_reading(small_files, tmp_path):
     """A 6 kB file whose footer claims 10^12 rows (every count patched, the pages untouched): exit 2 with
     what the footer claims and what the file can hold, not terabytes of allocation."""

@@ -92,6 +92,7 @@ def _six_row_groups(data: Inputs, tmp_path: Path) -> tuple[Path, int]:
     return path, len(picks)
 
 
+@pytest.mark.slow
 def test_csv_and_hive_parquet_in_a_bucket_score_as_local_files(data, s3_bucket, s3_server, tmp_path, local_tables):
     put(f"s3://{s3_bucket}/csv/reference.csv", data.ref.read_bytes())
     put(f"s3://{s3_bucket}/csv/picks.csv", data.picks.read_bytes())
@@ -114,6 +115,7 @@ def test_csv_and_hive_parquet_in_a_bucket_score_as_local_files(data, s3_bucket, 
     assert len(s3_server.requests) == 1, s3_server.requests
 
 
+@pytest.mark.slow
 def test_small_objects_are_batched_from_one_listing(data, s3_bucket, s3_server, tmp_path, local_tables):
     sizes = _small_objects(data, tmp_path, s3_bucket)
     assert len(sizes) == 8 and sum(sizes.values()) < inputs._BATCH_BYTES
@@ -132,6 +134,7 @@ def test_small_objects_are_batched_from_one_listing(data, s3_bucket, s3_server, 
     assert ds.attrs["inputs"]["picks"]["bytes"] == sum(sizes.values())
 
 
+@pytest.mark.slow
 def test_a_large_parquet_object_is_split_by_row_groups(data, s3_bucket, s3_server, tmp_path, monkeypatch, local_tables):
     path, n = _six_row_groups(data, tmp_path)
     url = f"s3://{s3_bucket}/big/picks.parquet"
@@ -153,6 +156,7 @@ def test_a_large_parquet_object_is_split_by_row_groups(data, s3_bucket, s3_serve
     assert ds.attrs["inputs"]["picks"]["bytes"] == size and ds.attrs["inputs"]["picks"]["rows_read"] == n
 
 
+@pytest.mark.slow
 def test_storage_options_from_python_without_the_environment(data, s3_bucket, s3_server, monkeypatch, local_tables):
     put(f"s3://{s3_bucket}/reference.csv", data.ref.read_bytes(), s3_server)
     put(f"s3://{s3_bucket}/picks.csv", data.picks.read_bytes(), s3_server)
@@ -201,6 +205,7 @@ def _cli_fails(capsys, tmp_path, reference: str, picks: str) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_an_unreachable_endpoint_is_an_input_error(data, s3_bucket, s3_server, tmp_path, monkeypatch, capsys):
     url = f"s3://{s3_bucket}/picks.csv"
     endpoint = f"http://127.0.0.1:{closed_port()}"
@@ -215,6 +220,7 @@ def test_an_unreachable_endpoint_is_an_input_error(data, s3_bucket, s3_server, t
     assert url in str(exc.value) and endpoint in str(exc.value)
 
 
+@pytest.mark.slow
 def test_refused_or_missing_credentials_are_input_errors(data, s3_bucket, s3_server, tmp_path, monkeypatch, capsys):
     put(f"s3://{s3_bucket}/reference.csv", data.ref.read_bytes())
     put(f"s3://{s3_bucket}/picks.csv", data.picks.read_bytes())
@@ -232,6 +238,7 @@ def test_refused_or_missing_credentials_are_input_errors(data, s3_bucket, s3_ser
     assert ref in err and "no credentials" in err and "AWS_ACCESS_KEY_ID" in err
 
 
+@pytest.mark.slow
 def test_a_missing_bucket_or_object_is_an_input_error(data, s3_bucket, s3_env, tmp_path, capsys):
     url = "s3://no-such-bucket-pickscale/picks/"
     err = _cli_fails(capsys, tmp_path, str(data.ref), url)
@@ -259,6 +266,7 @@ def _list_only_keys(server: S3Server, bucket: str) -> tuple[str, str]:
     return key["AccessKeyId"], key["SecretAccessKey"]
 
 
+@pytest.mark.slow
 def test_a_read_task_refused_access_is_an_input_error(data, s3_bucket, s3_server, tmp_path, monkeypatch, capsys):
     """The listing is allowed, reading the objects is not: the read tasks meet the error, the client says it."""
     put(f"s3://{s3_bucket}/reference.csv", data.ref.read_bytes())
@@ -299,6 +307,7 @@ def test_a_worker_process_refused_access_is_an_input_error(data, s3_bucket, s3_s
     assert any(url in str(exc.value) for url in sizes) and "AWS_ACCESS_KEY_ID" in str(exc.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["csv", "parquet"])
 def test_a_read_task_fetches_its_objects_at_once_one_request_each(kind, data, s3_bucket, s3_server, tmp_path):
     """The objects of one read task come in one concurrent fetch, a GET each: no HEAD, no second GET per object

@@ -310,6 +310,7 @@ class TestAliases:
                             "station": ["A"], "phase": ["P"]})
         assert norm_ref(raw).columns["time"] == "time"
 
+    @pytest.mark.slow
     def test_every_alias_is_accepted(self):
         for canonical, names in ALIASES.items():
             for name in names:
@@ -635,6 +636,7 @@ def test_combine_partitions():
     assert c.dropped_phases == {"pP": 1} and c.invalid_examples == ["row 4: conf '2'"]
 
 
+@pytest.mark.slow
 def test_vectorised_on_many_rows():
     n = 200_000
     raw = pd.DataFrame({"station": np.repeat(["A.", "B"], n // 2), "phase": ["Pg", "S"] * (n // 2),

@@ -177,6 +177,7 @@ ROWS = [("CI.CLC", "P", "2020-01-01T00:00:01Z", 0.9), ("CI.WBS", "S", "2020-01-0
 PIPE_TEXT = "#PIPE\nstation|phase|time|conf\nCI.CLC|P|2020-01-01T00:00:01Z|0.9\nCI.WBS|S|2020-01-01T00:00:05Z|0.4\n"
 
 
+@pytest.mark.slow
 def test_a_registered_source_format_is_dispatched_to(registered):
     frame = formats.as_frame(Bag(ROWS), role="picks")
     assert frame["station"].tolist() == ["CI.CLC", "CI.WBS"]

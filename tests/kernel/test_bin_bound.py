@@ -30,6 +30,7 @@ def test_count_is_the_number_of_edges_built(freq, lo, hi):
         assert n == bin_edges(lo, hi, freq).size - 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("freq", ["MS", "W-MON", "YS", "B", "QS"])
 def test_a_calendar_count_bounds_the_bins_from_above(freq):
     lo, hi = pd.Timestamp("1700-01-01").value, pd.Timestamp("2200-01-01").value
@@ -80,6 +81,7 @@ def test_the_command_names_the_span_the_bin_and_the_stray_rows(tmp_path, stray, 
     assert not (tmp_path / "out" / "results.zarr").exists()
 
 
+@pytest.mark.slow
 def test_a_stray_row_that_stretches_the_bins_is_warned_about():
     import pickscale
     from pickscale.errors import PickscaleWarning

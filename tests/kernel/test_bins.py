@@ -97,6 +97,7 @@ def _brute_binned(case, options, edges):
     return n_ref, emitted, matched
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(case=stations(), width=st.sampled_from([1, 3, 7, 50]))
 def test_binned_counts_against_brute_force(case, width):

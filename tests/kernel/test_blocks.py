@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def test_block_of_is_right_closed():
     assert block_of(np.array([88, 89, 90]), np.array([89])).tolist() == [0, 1, 1]
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(
     arrivals=st.lists(st.integers(0, 400), min_size=1, max_size=30),
@@ -60,6 +62,7 @@ def test_no_arrival_within_rtol_of_a_cut(arrivals, rtol, n_blocks):
         assert np.all(np.abs(a - c) > rtol)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(75))
 @given(
     data=st.data(),
@@ -135,6 +138,7 @@ def _busy_catalogue(seed=3):
     return ref, picks
 
 
+@pytest.mark.slow
 def test_engine_with_tiny_blocks_equals_whole_stations():
     ref, picks = _busy_catalogue()
     whole = pickscale.score(ref, picks, residual_tol=2.0, block_picks=10**9)
@@ -149,6 +153,7 @@ def test_engine_with_tiny_blocks_equals_whole_stations():
     assert all(to_csv_bytes(tw[k]) == to_csv_bytes(tb[k]) for k in tw)
 
 
+@pytest.mark.slow
 def test_busy_station_is_cut_and_units_stay_small():
     ref, picks = _busy_catalogue()
     from pickscale.engine import load  # noqa: F401  (the engine's own reading path)

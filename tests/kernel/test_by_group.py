@@ -6,6 +6,7 @@ import dataclasses
 from collections import Counter
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,6 +78,7 @@ def _brute_by_group(case, options: Options, groups: np.ndarray, n_groups: int):
     return n_reference, matched, pairs
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(100), deadline=None)
 @given(case=stations(), data=st.data())
 def test_groups_against_the_walk_and_sums_over_groups_equal_the_ungrouped_counts(case, data):
@@ -102,6 +104,7 @@ def test_groups_against_the_walk_and_sums_over_groups_equal_the_ungrouped_counts
         assert np.array_equal(getattr(got, name), getattr(plain, name)), name
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(data=st.data(), n_models=st.integers(1, 2))
 def test_blocks_add_up_to_the_whole_station_with_groups(data, n_models):

@@ -40,6 +40,7 @@ def _spec_case(extra_model: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(ref), picks_frame
 
 
+@pytest.mark.slow
 def test_spec_worked_example_two_of_three_events_at_k4():
     ref, picks = _spec_case()
     ds = pickscale.score(ref, picks, progress=False)
@@ -60,6 +61,7 @@ def test_spec_worked_example_two_of_three_events_at_k4():
     assert int(six.events_detected_at_threshold.sel(dataset="all", model="m")) == 0
 
 
+@pytest.mark.slow
 def test_grouped_by_magnitude_and_per_phase_thresholds():
     ref, picks = _spec_case()
     ds = pickscale.score(ref, picks, progress=False, group_by="magnitude:2,3")
@@ -73,6 +75,7 @@ def test_grouped_by_magnitude_and_per_phase_thresholds():
     assert int(low.events_detected_at_threshold.sel(dataset="all", model="m")) == 2
 
 
+@pytest.mark.slow
 def test_without_an_event_column_or_with_the_option_off_nothing_changes(tmp_path):
     ref, picks = _spec_case()
     plain = pickscale.score(ref.drop(columns="event"), picks, progress=False)
@@ -89,6 +92,7 @@ def test_without_an_event_column_or_with_the_option_off_nothing_changes(tmp_path
         assert pickscale.tables(plain)[name].equals(pickscale.tables(on)[name])
 
 
+@pytest.mark.slow
 def test_an_event_counts_where_it_has_a_scored_arrival_only():
     ref, picks = _spec_case()
     far = pd.DataFrame([{"station": "YY.GONE", "phase": "P", "time": T0 + pd.Timedelta(seconds=5), "event": "ev9",
@@ -145,6 +149,7 @@ def _score(st_, options, n_models):
                          n_models=n_models, options=options, arrival_event=np.array(st_["a_event"], np.int64))
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=60)
 @given(specs=st.lists(_station, min_size=1, max_size=5), n_models=st.integers(1, 2), k=st.integers(1, 4),
        n_events=st.integers(1, 4), n_partials=st.integers(1, 3), seed=st.integers(0, 1000))
@@ -202,6 +207,7 @@ def test_merge_keeps_the_k_highest_of_the_union_in_any_order():
 
 # --------------------------------------------------------------------------- the engine
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [{"exchange_method": "shuffle"}, {"exchange_method": "direct", "block_picks": 2}])
 def test_exchanges_and_partitions_give_the_same_events(how):
     ref, picks = _spec_case(extra_model=True)
@@ -233,6 +239,7 @@ def test_two_stations_of_an_event_on_two_workers():
         cluster.close()
 
 
+@pytest.mark.slow
 def test_store_round_trip_and_extend_by_a_model_and_a_stretch(tmp_path):
     ref, picks = _spec_case(extra_model=True)
     one = pickscale.score(ref, picks, progress=False)
@@ -254,6 +261,7 @@ def test_store_round_trip_and_extend_by_a_model_and_a_stretch(tmp_path):
         pickscale.extend(tmp_path / "b.zarr", ref[late], picks[picks.time >= cut], event_min_arrivals=3)
 
 
+@pytest.mark.slow
 def test_cli_flag_writes_events_csv_and_the_figure(tmp_path):
     ref, picks = _spec_case()
     ref.to_csv(tmp_path / "ref.csv", index=False)
@@ -271,6 +279,7 @@ def test_cli_flag_writes_events_csv_and_the_figure(tmp_path):
     assert main([*args, "--out", str(tmp_path / "d"), "--event-min-arrivals", "-1"]) == 2
 
 
+@pytest.mark.slow
 def test_duplicate_arrivals_take_the_first_event_id_whatever_row_is_kept():
     ref, picks = _spec_case()
     twin = ref.iloc[[0]].assign(event="ev0b")  # the same arrival again, named for another event

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,6 +45,7 @@ confs64 = st.lists(st.floats(0.001, 1.0), min_size=0, max_size=60)
 quantised = st.lists(st.sampled_from([0.02, 0.3, 0.5, 0.75, 1.0, 0.1 + 0.2]), min_size=0, max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(values=st.one_of(confs32, confs64, quantised), n_groups=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_sums_are_exact_whichever_path_runs(values, n_groups, seed):

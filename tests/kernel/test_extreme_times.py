@@ -53,6 +53,7 @@ def _row(table, phase):
     return rows.iloc[0]
 
 
+@pytest.mark.slow
 def test_stray_early_pick_changes_only_its_own_counts():
     # Issue 16's reproducer.  Default options: tol 0.5 s, residual_tol 2 s, threshold 0.3.
     # Without the stray pick: P 10.1 takes the P arrival at 10.0 (residual +0.1 s), S 20.3 takes the S
@@ -82,6 +83,7 @@ def test_stray_early_pick_changes_only_its_own_counts():
     assert ts["n_pairs"] == 1 and ts["mae"] == pytest.approx(0.3, rel=1e-12) and ts["gross_error_rate"] == 0.0
 
 
+@pytest.mark.slow
 def test_picks_in_1678_and_2261_leave_timing_alone():
     # Two placeholder picks near both ends of pandas' range, on the scored station, both phases.
     # They are emitted and unmatched; every residual and timing statistic equals the run without them
@@ -101,6 +103,7 @@ def test_picks_in_1678_and_2261_leave_timing_alone():
 ENDS = {"1677": -(PD_MAX // S) * S - 10 * S, "2262": (PD_MAX // S) * S - 20 * S + S // 2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("end", sorted(ENDS))
 def test_times_at_the_ends_of_pandas_range_score(end):
     # The same rows must score exactly like in 2020: every number of SPEC §4–§7 depends only on
@@ -166,12 +169,14 @@ def extreme_stations(draw):
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(100))
 @given(case=extreme_stations())
 def test_kernel_equals_brute_force_over_all_of_int64(case):
     check_against_brute(case)
 
 
+@pytest.mark.slow
 @settings(max_examples=100)
 @given(data=st.data())
 def test_greedy_match_at_the_int64_limits(data):

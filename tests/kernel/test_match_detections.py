@@ -6,6 +6,7 @@ tol = 0, and spans wide enough to split the groups into batches or to match them
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def _groups(draw):
     return r_group, r_time, p_group[order], p_time[order], p_conf[order], n_groups, tols, rtol
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(400), deadline=None)
 @given(case=_groups())
 def test_match_detections_equals_the_detection_matching_of_match_groups(case):
@@ -89,6 +91,7 @@ def _former_matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300), deadline=None)
 @given(case=_groups(), data=st.data())
 def test_matched_at_tols_equals_the_former_loop(case, data):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,7 @@ from tests.helpers.strategies import JITTER_NS, OFFSETS_NS, RESIDUAL_TOLS, SMALL
 # ------------------------------------------------------------------ matching
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(data=st.data())
 def test_greedy_match_equals_the_walk(data):
@@ -65,6 +67,7 @@ def test_greedy_match_equals_the_walk(data):
             assert abs(q - arrivals[i]) <= tol_ns
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(100))
 @given(case=stations())
 def test_kernel_and_metrics_equal_brute_force(case):
@@ -89,6 +92,7 @@ def _empty_cases():
         yield Case(options=opts, n_models=2, **some, **picks)
 
 
+@pytest.mark.slow
 def test_empty_sides_equal_brute_force():
     for case in _empty_cases():
         check_against_brute(case)
@@ -131,6 +135,7 @@ def test_wide_time_span_equals_brute_force():
 # ------------------------------------------------------------------ determinism (SPEC §9)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(75))
 @given(data=st.data())
 def test_row_order_does_not_change_a_bit(data):

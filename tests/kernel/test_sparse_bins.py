@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +70,7 @@ _piece = st.tuples(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(75), deadline=None)
 @given(n_bins=st.integers(1, 40),
        stations=st.lists(st.lists(st.tuples(_piece, st.integers(0, 3)), min_size=1, max_size=3), min_size=1,

@@ -47,6 +47,7 @@ def test_without_tols_the_axis_is_empty_and_nothing_else_changes():
             assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), f.name
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(100), deadline=None)
 @given(case=stations(), data=st.data())
 def test_each_tolerance_equals_the_run_with_it_as_tol(case, data):
@@ -67,6 +68,7 @@ def test_each_tolerance_equals_the_run_with_it_as_tol(case, data):
         assert np.array_equal(got.matched_at_tol[..., tols.index(o.tol)], got.matched[..., k])
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(data=st.data(), n_models=st.integers(1, 2))
 def test_blocks_add_up_to_the_whole_station(data, n_models):

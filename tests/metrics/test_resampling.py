@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ def test_dataset_generator_is_seed_then_sha256_bytes_of_the_name():
     assert not np.array_equal(first, kb.dataset_generator(1, "ds0").integers(0, 2**63, 4))
 
 
+@pytest.mark.slow
 def test_dataset_generator_is_the_same_in_every_process():
     # Not Python's hash(), salted per process: two PYTHONHASHSEEDs give the same draws.
     code = ("import numpy as np; from pickscale.metrics.resampling import dataset_generator as g; "
@@ -74,6 +76,7 @@ def test_detection_and_mae_draws_by_hand():
     np.testing.assert_allclose(mae, [0.3, 0.2, 0.5], rtol=1e-15)
 
 
+@pytest.mark.slow
 @given(st.lists(st.integers(0, 50), min_size=2, max_size=8).map(lambda v: sorted(v, reverse=True)),
        st.integers(0, 60), st.integers(1, 40))
 def test_grid_reading_equals_the_fine_curve_reading(emitted, budget, n_ref):
@@ -192,6 +195,7 @@ def brute_symmetric_t(weights, a, b, level):
     return r_hat, se, ts
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=6),
        st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([0.5, 0.8, 0.9, 0.95]))

@@ -43,6 +43,7 @@ def _pairs(frame: pd.DataFrame) -> set[tuple[str, str]]:
     return set(zip(frame["dataset"], frame["model"] if "model" in frame else frame["model_a"]))
 
 
+@pytest.mark.slow
 def test_over_time_has_rows_only_for_models_present(frames):
     t = frames["over_time"]
     assert _pairs(t) == {("d1", "a"), ("d2", "b")}
@@ -55,6 +56,7 @@ def test_over_time_has_rows_only_for_models_present(frames):
     assert rows[("d2", "S", "b", "2024-03-01T06:00:00Z")] == (1, 1, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["detection", "timing", "calibration", "reliability", "phase_quality", "sweep",
                                   "budgets", "tolerance", "by_group"])
 def test_every_other_table_has_rows_only_for_models_present(frames, name):

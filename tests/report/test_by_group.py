@@ -34,6 +34,7 @@ def runs():
                                                                         progress=False)
 
 
+@pytest.mark.slow
 def test_by_group_by_hand(runs):
     _, ds = runs
     t = pickscale.tables(ds)["by_group"]
@@ -51,6 +52,7 @@ def test_by_group_by_hand(runs):
     assert len(t) == 2 * 2 * 4
 
 
+@pytest.mark.slow
 def test_groups_add_up_and_six_tables_unchanged(runs):
     plain, grouped = runs
     k = float(grouped.attrs["options"]["threshold"])
@@ -68,6 +70,7 @@ def test_groups_add_up_and_six_tables_unchanged(runs):
     assert grouped.attrs["options"]["group_labels"] == ["<1", "[1,2)", ">=2", "missing"]
 
 
+@pytest.mark.slow
 def test_text_column_groups_and_stations_table(tmp_path):
     ref, picks = _inputs()
     stations = pd.DataFrame({"station": ["XX.A", "YY.B"], "site_class": ["rock", "soil"]})
@@ -95,6 +98,7 @@ def test_bad_group_by_names_the_option():
         pickscale.score(ref, picks, stations=pd.DataFrame({"station": ["XX.A"]}), progress=False)
 
 
+@pytest.mark.slow
 def test_figure_only_with_groups(runs):
     plain, grouped = runs
     assert "recall_by_group" not in figures(plain)

@@ -26,6 +26,7 @@ def many():
     return pickscale.score(*figure_catalogue(n_models=30, n_stations=3, seed=5)).load()
 
 
+@pytest.mark.slow
 def test_recall_bars_are_the_datasets_values(demo):
     bars = detection.recall_bars(demo)
     ti = int(np.argmin(np.abs(demo.threshold.values - bars.threshold)))
@@ -41,6 +42,7 @@ def test_recall_bars_are_the_datasets_values(demo):
     assert 0 <= lo < min(bars.recall.values()) and hi > 1
 
 
+@pytest.mark.slow
 def test_curves_rows_and_marks(demo):
     data = detection.curves(demo, models=["sharp", "late"])
     assert data.models == ["late", "sharp"] and not data.skipped
@@ -92,6 +94,7 @@ def test_station_rows_worst_first(demo):
     assert rows.grid.shape == (5, 3)
 
 
+@pytest.mark.slow
 def test_model_cap_keeps_the_best_in_dataset_order(many):
     dsets, mods = subsets(many, None, None)
     kept, note = cap_models(many, dsets, mods, 8)

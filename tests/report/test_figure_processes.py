@@ -44,6 +44,7 @@ def test_children_sending_at_once_never_mix_their_bytes():
     assert all(written[i] == _big(i) for i in written)
 
 
+@pytest.mark.slow
 def test_several_processes_write_the_same_bytes_as_one(demo, tmp_path, monkeypatch):
     monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
     one = build.save_figures(demo, tmp_path / "one", dpi=40)
@@ -55,6 +56,7 @@ def test_several_processes_write_the_same_bytes_as_one(demo, tmp_path, monkeypat
     assert _files(tmp_path / "several") == _files(tmp_path / "one")
 
 
+@pytest.mark.slow
 def test_a_child_that_dies_leaves_its_figures_to_this_process(demo, tmp_path, monkeypatch):
     monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
     build.save_figures(demo, tmp_path / "one", dpi=40, names=["timing", "stations", "reliability"])
@@ -76,6 +78,7 @@ def test_a_child_that_dies_leaves_its_figures_to_this_process(demo, tmp_path, mo
     assert _files(tmp_path / "two") == _files(tmp_path / "one")
 
 
+@pytest.mark.slow
 def test_how_many_processes(demo, monkeypatch, tmp_path):
     monkeypatch.delenv("PICKSCALE_FIGURE_PROCESSES", raising=False)
     names = build.figure_names(demo)

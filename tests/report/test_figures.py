@@ -123,6 +123,7 @@ def test_model_colors_twelve_distinguishable():
     assert dist[np.triu_indices(12, 1)].min() > 0.15
 
 
+@pytest.mark.slow
 def test_same_colour_for_a_model_in_every_figure(demo_figures):
     expected = plot.model_colors(["late", "liberal", "sharp"])
     bars = by_gid(demo_figures["recall_treatments"], "recall", Rectangle)
@@ -135,6 +136,7 @@ def test_same_colour_for_a_model_in_every_figure(demo_figures):
 
 # ----------------------------------------------------------------- the demo
 
+@pytest.mark.slow
 def test_every_figure_is_a_figure_with_a_caption(demo_figures):
     assert list(demo_figures) == [*plot.FIGURES, "pick_rates"]  # every run has pick rates (SPEC §20)
     for name, fig in demo_figures.items():
@@ -142,6 +144,7 @@ def test_every_figure_is_a_figure_with_a_caption(demo_figures):
         assert caption(fig), f"{name} has no caption-like title"
 
 
+@pytest.mark.slow
 def test_figures_leave_pyplot_alone(demo):
     import matplotlib.pyplot as plt
 
@@ -150,6 +153,7 @@ def test_figures_leave_pyplot_alone(demo):
     assert plt.get_fignums() == before
 
 
+@pytest.mark.slow
 def test_recall_treatments(demo, demo_figures):
     fig = demo_figures["recall_treatments"]
     assert len(fig.axes) == 2
@@ -253,12 +257,14 @@ def test_stations(demo, demo_figures):
 
 # ------------------------------------------------------ SPEC naming (_lb)
 
+@pytest.mark.slow
 def test_lower_bound_names_on_a_normal_run(demo_figures):
     everything = " ".join(t for fig in demo_figures.values() for t in texts(fig))
     for name in ("precision_lb", "ap_lb", "ece_lb", "observed_lb"):
         assert name in everything
 
 
+@pytest.mark.slow
 def test_no_lower_bound_suffix_when_exhaustive(demo_exhaustive, exhaustive_figures):
     for name, fig in exhaustive_figures.items():
         offending = [t for t in texts(fig) if "_lb" in t]
@@ -273,6 +279,7 @@ def test_no_lower_bound_suffix_when_exhaustive(demo_exhaustive, exhaustive_figur
 
 # ------------------------------------------------------------ save_figures
 
+@pytest.mark.slow
 def test_save_figures_writes_valid_pngs(demo, tmp_path):
     paths = plot.save_figures(demo, tmp_path / "figs", dpi=60)
     assert [p.name for p in paths] == [f"{n}.png" for n in (*plot.FIGURES, "pick_rates")]
@@ -286,6 +293,7 @@ def test_save_figures_writes_valid_pngs(demo, tmp_path):
         assert image.shape[:2] == (height, width)
 
 
+@pytest.mark.slow
 def test_save_figures_svg_and_bad_format(demo, tmp_path):
     paths = plot.save_figures(demo, tmp_path, format="svg", names=["timing"])
     assert paths == [tmp_path / "timing.svg"]
@@ -296,6 +304,7 @@ def test_save_figures_svg_and_bad_format(demo, tmp_path):
         plot.figures(demo, names=["nope"])
 
 
+@pytest.mark.slow
 def test_selection_and_unknown_names(demo):
     fig = plot.operating_curves(demo, datasets=["aftershocks_south"], models=["sharp"])
     assert len(fig.axes) == 4
@@ -306,6 +315,7 @@ def test_selection_and_unknown_names(demo):
         plot.timing(demo, models=["nope"])
 
 
+@pytest.mark.slow
 def test_figures_from_a_reopened_store(demo, tmp_path):
     target = pickscale.save(demo, tmp_path / "results.zarr")
     ds = pickscale.open_results(target)  # lazy, attrs from JSON
@@ -315,6 +325,7 @@ def test_figures_from_a_reopened_store(demo, tmp_path):
 
 # ------------------------------------------------ 12 models, 300 stations
 
+@pytest.mark.slow
 def test_big_every_figure_builds(big, big_figures):
     assert big.sizes["model"] == 12 and big.sizes["station"] == 305
     for name, fig in big_figures.items():
@@ -322,6 +333,7 @@ def test_big_every_figure_builds(big, big_figures):
         assert 4 < w < 40 and 2 < h < 60, (name, w, h)
 
 
+@pytest.mark.slow
 def test_big_station_cap_is_stated(big):
     # Every station of `big` has 4 arrivals, too few to rank by default (they are pooled: test_figures_review);
     # min_arrivals=0 ranks them all, and the cap is stated.
@@ -338,11 +350,13 @@ def test_big_station_cap_is_stated(big):
             assert np.isnan(row[6:]).all() and np.isfinite(row[:6]).all()
 
 
+@pytest.mark.slow
 def test_big_station_cap_option(big):
     fig = plot.stations(big, max_stations=10, min_arrivals=0)
     assert "worst 10 of 305" in caption(fig)
 
 
+@pytest.mark.slow
 def test_big_absent_models_are_skipped(big, big_figures):
     expected = {}
     for _d, m, _p in present_pairs(big):
@@ -367,6 +381,7 @@ def test_big_absent_models_are_skipped(big, big_figures):
     assert "showing 10 of 12 models" in big_figures["residuals"].get_supxlabel()
 
 
+@pytest.mark.slow
 def test_one_model_one_station(demo_inputs):
     ref, picks = demo_inputs
     ref = ref[(ref.dataset == "aftershocks_north") & (ref.station == "XX.NO01")]

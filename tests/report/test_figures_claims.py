@@ -100,6 +100,7 @@ def with_options(ds: xr.Dataset, **changes) -> xr.Dataset:
 
 # ------------------------------------------------------- every figure: layout
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", plot.FIGURES)
 def test_no_text_outside_the_canvas(demo_figures, name):
     fig = demo_figures[name]
@@ -116,6 +117,7 @@ def test_no_text_outside_the_canvas(demo_figures, name):
     assert not outside, f"{name}: text outside the figure {tuple(box.extents)}: {outside[:4]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", plot.FIGURES)
 def test_caption_is_at_most_two_lines(demo_figures, name):
     title = demo_figures[name].get_suptitle()
@@ -125,6 +127,7 @@ def test_caption_is_at_most_two_lines(demo_figures, name):
 
 # ------------------------------------------------------------ recall_treatments
 
+@pytest.mark.slow
 def test_recall_axis_zooms_on_the_data(demo, demo_figures):
     fig = demo_figures["recall_treatments"]
     rec = np.r_[demo.recall.sel(threshold=0.3).values.ravel(), demo.recall_at_budget.values.ravel()]
@@ -187,6 +190,7 @@ def test_timing_shows_the_bias(demo, demo_figures):
     assert all(ax.get_xlim()[0] < 0 for ax in fig.axes)
 
 
+@pytest.mark.slow
 def test_gross_rate_below_a_tenth_of_a_percent_is_not_zero(demo):
     ds = demo.copy()
     ds["gross_error_rate"] = ds.gross_error_rate.copy(data=np.full(ds.gross_error_rate.shape, 0.0004))
@@ -211,6 +215,7 @@ def test_percent_and_seconds_formatting():
 
 # ------------------------------------------------------------- residuals
 
+@pytest.mark.slow
 def test_residuals_no_negative_zero_median(demo):
     ds = demo.copy()
     # A model whose residuals are all a hair early: the median rounds to zero, without a sign.
@@ -224,6 +229,7 @@ def test_residuals_no_negative_zero_median(demo):
     assert "median 0 ms" in all_text
 
 
+@pytest.mark.slow
 def test_residuals_axis_follows_the_core(demo):
     fig = plot.residuals(demo)
     opts = selection.options_of(demo)

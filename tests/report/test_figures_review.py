@@ -92,6 +92,7 @@ def _legend_text(fig) -> str:
 
 # ----------------------------------------------------------- recall_by_group
 
+@pytest.mark.slow
 def test_text_groups_have_no_order_and_no_line(by_network):
     panels, _ = by_group.by_group_rows(by_network)
     assert not by_group.is_ordered(by_network)
@@ -113,6 +114,7 @@ def test_text_groups_have_no_order_and_no_line(by_network):
             assert np.all(np.abs(x - np.round(x)) < 0.4)
 
 
+@pytest.mark.slow
 def test_numeric_bins_keep_a_line_but_missing_stands_apart(by_magnitude):
     panels, _ = by_group.by_group_rows(by_magnitude)
     assert by_group.is_ordered(by_magnitude)
@@ -130,6 +132,7 @@ def test_numeric_bins_keep_a_line_but_missing_stands_apart(by_magnitude):
             assert np.allclose(line.get_ydata(), panel.recall[m][:n_bins], equal_nan=True)
 
 
+@pytest.mark.slow
 def test_each_group_bar_says_its_arrival_count(by_network):
     panels, _ = by_group.by_group_rows(by_network)
     fig = by_group.recall_by_group(by_network)
@@ -144,6 +147,7 @@ def test_each_group_bar_says_its_arrival_count(by_network):
         (g, int(c.replace(",", ""))) for g, c in expected)
 
 
+@pytest.mark.slow
 def test_groups_with_few_arrivals_are_hollow_and_said(by_network):
     panels, _ = by_group.by_group_rows(by_network)
     for p in panels:
@@ -181,6 +185,7 @@ def thin_stations(inputs):
     return pickscale.score(ref[keep], picks, progress=False).load()
 
 
+@pytest.mark.slow
 def test_stations_with_few_arrivals_are_pooled_not_ranked(thin_stations):
     ds = thin_stations
     data = station_recall.station_rows(ds)
@@ -200,6 +205,7 @@ def test_stations_with_few_arrivals_are_pooled_not_ranked(thin_stations):
     assert not every.few and len(every.rows) == 8
 
 
+@pytest.mark.slow
 def test_stations_figure_sets_the_few_apart_and_says_the_rule(thin_stations):
     fig = plot.stations(thin_stations)
     images = {im.get_gid(): im for im in fig.findobj(AxesImage)}
@@ -220,6 +226,7 @@ def test_stations_figure_sets_the_few_apart_and_says_the_rule(thin_stations):
 
 # ---------------------------------------------------------- recall_over_time
 
+@pytest.mark.slow
 def test_time_bins_are_drawn_as_bins(hourly):
     panels, _ = over_time.over_time_rows(hourly)
     p = panels[0]
@@ -258,6 +265,7 @@ def test_calendar_bins_have_their_own_length():
     assert over_time.bin_ends(starts[:1], "YS")[0] == np.datetime64("2025-01-01", "ns")
 
 
+@pytest.mark.slow
 def test_partial_first_and_last_bins_are_marked(hourly):
     panels, _ = over_time.over_time_rows(hourly)
     lo, hi = over_time.scored_span(hourly)
@@ -279,6 +287,7 @@ def test_partial_first_and_last_bins_are_marked(hourly):
     assert "partial bin" in _legend_text(fig)
 
 
+@pytest.mark.slow
 def test_whole_bins_are_not_marked(hourly):
     # A store without a scored span (written before attrs["extent"]) marks nothing rather than guessing.
     ds = hourly.copy()
@@ -289,6 +298,7 @@ def test_whole_bins_are_not_marked(hourly):
     assert not _by_gid(fig, "partial", object) and "Hatched" not in fig.get_supxlabel()
 
 
+@pytest.mark.slow
 def test_time_axis_says_the_bin_width(hourly):
     fig = over_time.recall_over_time(hourly)
     labels = [ax.get_xlabel() for ax in fig.axes if ax.get_xlabel()]
@@ -298,6 +308,7 @@ def test_time_axis_says_the_bin_width(hourly):
         "a week (from Monday)"]
 
 
+@pytest.mark.slow
 def test_bins_with_few_arrivals_are_faint(inputs):
     ref, picks = inputs
     ds = pickscale.score(ref, picks, time_bin="15min", progress=False).load()
@@ -315,6 +326,7 @@ def test_bins_with_few_arrivals_are_faint(inputs):
 
 # ---------------------------------------------------------- operating_curves
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_models", [3, 10])
 def test_operating_curves_keep_models_apart(n_models):
     ds = pickscale.score(*figure_catalogue(n_models=n_models, n_stations=20, seed=2), progress=False)
@@ -346,6 +358,7 @@ def _all_figures(by_network, hourly, inputs):
     return figs
 
 
+@pytest.mark.slow
 def test_axis_labels_are_plain_words(by_network, hourly, inputs):
     for name, fig in _all_figures(by_network, hourly, inputs).items():
         for ax in fig.axes:
@@ -361,6 +374,7 @@ def test_axis_labels_are_plain_words(by_network, hourly, inputs):
             assert "observed_lb" in fig.axes[0].get_ylabel()
 
 
+@pytest.mark.slow
 def test_exhaustive_labels_drop_the_bound(inputs):
     ds = pickscale.score(*inputs, exhaustive=True, progress=False)
     rel = plot.reliability(ds).axes[0]
@@ -369,6 +383,7 @@ def test_exhaustive_labels_drop_the_bound(inputs):
     assert oc.get_ylabel() == "precision: share of picks matched"
 
 
+@pytest.mark.slow
 def test_tables_do_not_change(by_network, inputs):
     # Drawing only: the by_group table is the selection's numbers, unchanged by min_arrivals.
     table = pickscale.tables(by_network)["by_group"]
@@ -381,6 +396,7 @@ def test_tables_do_not_change(by_network, inputs):
             assert rows.n_reference.tolist() == p.n_reference.tolist()
 
 
+@pytest.mark.slow
 def test_no_text_outside_the_canvas(by_network, by_magnitude, hourly, thin_stations):
     figs = [by_group.recall_by_group(by_network), by_group.recall_by_group(by_magnitude),
             over_time.recall_over_time(hourly), plot.stations(thin_stations)]
@@ -399,6 +415,7 @@ def test_no_text_outside_the_canvas(by_network, by_magnitude, hourly, thin_stati
         assert not outside, outside[:4]
 
 
+@pytest.mark.slow
 def test_a_lone_bin_gets_a_dash_at_its_middle():
     # Arrivals in hours 0 and 2, none in hour 1: both bins are steps without risers.
     ref = pd.DataFrame({"station": ["A", "A", "A"], "phase": ["P", "P", "P"],

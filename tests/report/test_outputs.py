@@ -147,6 +147,7 @@ def test_never_replaced_even_with_overwrite(what, inputs, tmp_path, capsys, monk
     assert listing(out) == before
 
 
+@pytest.mark.slow
 def test_report_refuses_existing_files_then_replaces_only_its_own(store, tmp_path, capsys):
     out = user_folder(tmp_path)
     before = listing(out)
@@ -260,6 +261,7 @@ def test_a_kill_while_moving_outputs_leaves_them_recognisably_out_of_date(store,
     assert not [p for p in out.iterdir() if p.name.startswith(".pickscale-outputs")]
 
 
+@pytest.mark.slow
 def test_a_dead_runs_temporary_folder_is_removed(store, tmp_path, capsys):
     out = tmp_path / "out"
     dead = out / ".pickscale-outputs.tmp-999999999-abcd1234"

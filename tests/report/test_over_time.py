@@ -38,6 +38,7 @@ def runs():
     return pickscale.score(ref, picks), pickscale.score(ref, picks, time_bin="1h")
 
 
+@pytest.mark.slow
 def test_over_time_by_hand(runs):
     _, ds = runs
     t = pickscale.tables(ds)["over_time"]
@@ -56,6 +57,7 @@ def test_over_time_by_hand(runs):
     assert len(t) == 2 * 2 * 2  # 2 phases x 2 models x 2 bins
 
 
+@pytest.mark.slow
 def test_bins_add_up_and_six_tables_unchanged(runs):
     plain, binned = runs
     k = float(binned.attrs["options"]["threshold"])
@@ -71,12 +73,14 @@ def test_bins_add_up_and_six_tables_unchanged(runs):
     assert "time_bin" not in plain.attrs["options"]
 
 
+@pytest.mark.slow
 def test_recall_over_time_slices_in_xarray(runs):
     _, ds = runs
     r = ds.recall_over_time.sel(dataset="all", model="m1", phase="P")
     assert r.sel(time_bin="2024-03-01T00:00").item() == 1.0
 
 
+@pytest.mark.slow
 def test_figure_only_with_time_bins(runs):
     plain, binned = runs
     assert "recall_over_time" not in figures(plain)

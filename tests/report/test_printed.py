@@ -19,6 +19,7 @@ def demo_frames(tmp_path_factory):
             for exhaustive in (False, True)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exhaustive", [False, True])
 def test_printed_tables_fit_120_columns(demo_frames, capsys, exhaustive):
     print_tables(demo_frames[exhaustive], exhaustive)
@@ -27,6 +28,7 @@ def test_printed_tables_fit_120_columns(demo_frames, capsys, exhaustive):
     assert not wide, wide
 
 
+@pytest.mark.slow
 def test_detection_view_has_the_main_columns_and_points_to_the_csv(demo_frames, capsys):
     print_tables(demo_frames[False], False)
     out = capsys.readouterr().out
@@ -39,6 +41,7 @@ def test_detection_view_has_the_main_columns_and_points_to_the_csv(demo_frames, 
     assert "timing.csv also fraction_within_0.25, fraction_within_0.5, p10, p90, iqr" in " ".join(out.split())
 
 
+@pytest.mark.slow
 def test_exhaustive_view_uses_the_plain_names(demo_frames, capsys):
     print_tables(demo_frames[True], True)
     out = capsys.readouterr().out

@@ -19,6 +19,7 @@ def demo():
                            budget=[50, 100]).load()
 
 
+@pytest.mark.slow
 def test_every_table_writes_its_keys_then_its_declared_columns(demo):
     frames = pickscale.tables(demo)
     assert list(TABLES) == [*TABLE_NAMES, *OPTIONAL_TABLES]
@@ -32,6 +33,7 @@ def test_every_table_writes_its_keys_then_its_declared_columns(demo):
         assert frame.columns.tolist()[:len(declared)] == declared, name
 
 
+@pytest.mark.slow
 def test_a_table_is_one_more_declaration(demo, monkeypatch):
     # What a new table costs: its entry (keys, columns of the results' variables), nothing else.
     one = Table("recall_at_shared", ("dataset", "phase", "model"),
@@ -47,6 +49,7 @@ def test_a_table_is_one_more_declaration(demo, monkeypatch):
     assert (frame["extra"] == detection["emitted"] - detection["matched"]).all()
 
 
+@pytest.mark.slow
 def test_a_table_of_an_option_is_written_only_with_it(demo):
     plain = demo.drop_vars([v for v in demo.data_vars if "over_time" in str(v)])
     assert "over_time" not in pickscale.tables(plain)

@@ -35,6 +35,7 @@ def runs():
     return pickscale.score(ref, picks, progress=False), pickscale.score(ref, picks, tols=TOLS, progress=False)
 
 
+@pytest.mark.slow
 def test_tolerance_table_by_hand(runs):
     _, ds = runs
     t = pickscale.tables(ds)["tolerance"]
@@ -50,6 +51,7 @@ def test_tolerance_table_by_hand(runs):
     assert len(t) == 2 * 2 * len(TOLS)
 
 
+@pytest.mark.slow
 def test_row_at_the_runs_own_tol_equals_detection(runs):
     _, ds = runs
     t = pickscale.tables(ds)
@@ -58,6 +60,7 @@ def test_row_at_the_runs_own_tol_equals_detection(runs):
     assert to_csv_bytes(at_tol) == to_csv_bytes(t["detection"][cols])
 
 
+@pytest.mark.slow
 def test_other_tables_and_variables_unchanged(runs):
     plain, toled = runs
     a, b = pickscale.tables(plain), pickscale.tables(toled)
@@ -76,12 +79,14 @@ def test_other_tables_and_variables_unchanged(runs):
     assert toled.attrs["options"]["tols"] == TOLS and toled.tol.values.tolist() == TOLS
 
 
+@pytest.mark.slow
 def test_exhaustive_drops_lb(runs):
     ref, picks = _inputs()
     ds = pickscale.score(ref, picks, tols=[0.5], exhaustive=True, progress=False)
     assert "precision_at_tol" in ds and pickscale.tables(ds)["tolerance"].columns[-1] == "precision"
 
 
+@pytest.mark.slow
 def test_figure_only_with_tols_and_its_data(runs):
     plain, toled = runs
     assert not has_tols(plain) and "recall_vs_tolerance" not in figures(plain)

@@ -66,6 +66,7 @@ def clear():
     return _quiet_score(ref, picks)
 
 
+@pytest.mark.slow
 def test_the_verdict_names_the_clear_winner_by_hand(clear):
     rows = verdict_rows(clear)
     assert [(r["dataset"], r["phase"]) for r in rows] == [("all", "P")]  # no S arrival: no S row
@@ -92,6 +93,7 @@ def test_the_lead_excludes_zero_with_intervals(clear):
             in text)
 
 
+@pytest.mark.slow
 def test_one_station_claims_no_interval():
     """Resampling one station gives zero-width intervals (SPEC §12): the verdict shows none and claims no lead."""
     ref, picks = _catalogue(n_stations=1, per_station=40)
@@ -113,6 +115,7 @@ def test_the_edge_threshold_is_flagged(clear):
     assert f"B {own['B'][0]:g} (f1_lb 0.667)" in text
 
 
+@pytest.mark.slow
 def test_a_tie_and_few_arrivals():
     ref, picks = _catalogue(n_stations=1, per_station=6)
     picks = pd.concat([picks, picks[picks["model"] == "A"].assign(model="C")], ignore_index=True)
@@ -136,6 +139,7 @@ def _run(argv, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_cli_verbose_prints_the_tables_and_the_verdict_always(tmp_path, capsys):
     """paired_windows: the verdict without the tables, then ``report --verbose`` with them; the store keeps the
     data-quality flags the verdict reads."""

@@ -47,6 +47,7 @@ def _stack(options: Options, rng: np.random.Generator) -> StationStack:
                         pair_key=np.zeros(0, np.int64), pairs=pairs)
 
 
+@pytest.mark.slow
 def test_assembly_holds_the_station_data_once():
     options = Options()
     rng = np.random.default_rng(5)

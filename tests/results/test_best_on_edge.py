@@ -63,6 +63,7 @@ def _p(ds, name):
     return {m: ds[name].sel(dataset="all", model=m, phase="P").item() for m in PICKS}
 
 
+@pytest.mark.slow
 def test_hand_worked_best_and_flag(scored):
     ds, _ = scored
     assert _p(ds, "best_threshold") == {"A": 0.2, "B": 0.4, "C": 0.1, "D": 0.1}
@@ -73,6 +74,7 @@ def test_hand_worked_best_and_flag(scored):
     assert not ds["best_on_edge"].sel(phase="S").any()
 
 
+@pytest.mark.slow
 def test_hand_worked_warnings(scored):
     ds, said = scored
     edge = [w for w in said if "best_threshold on the edge" in w]
@@ -88,6 +90,7 @@ def test_hand_worked_warnings(scored):
     assert all(w in ds.attrs["warnings"] for w in edge)
 
 
+@pytest.mark.slow
 def test_detection_csv_column(scored):
     ds, _ = scored
     det = pickscale.tables(ds)["detection"]
@@ -107,6 +110,7 @@ def test_lowest_conf_bound_hand_worked(scored):
     assert got == {"A": 0.15, "B": 0.15, "C": 0.45, "D": 0.1}
 
 
+@pytest.mark.slow
 def test_store_round_trip_and_old_store(scored, tmp_path):
     ds, _ = scored
     want = to_csv_bytes(pickscale.tables(ds)["detection"])
@@ -123,6 +127,7 @@ def test_store_round_trip_and_old_store(scored, tmp_path):
     assert to_csv_bytes(pickscale.tables(old)["detection"]) == want
 
 
+@pytest.mark.slow
 def test_tampered_flag_refused(scored, tmp_path):
     ds, _ = scored
     bad = ds.copy()
@@ -146,6 +151,7 @@ def _curves(draw):
     return grid, np.asarray(conf, dtype=np.float64), np.asarray(hit, dtype=bool), n_ref
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_curves())
 def test_best_on_edge_equals_brute_force(case):
@@ -172,6 +178,7 @@ def test_best_on_edge_equals_brute_force(case):
         assert not above or lowest < min(above)
 
 
+@pytest.mark.slow
 def test_flat_top_and_nothing_matched_are_said_so():
     """E: picks 10 (0.9), 20 (0.85), 55 (0.35): f1_lb 4/7, 4/7, 4/7, 4/6 -> best 0.4, and the fine curve falls
     above it (2/5 from 0.851).  F: one pick at 55 s (0.5), matching nothing: f1_lb 0 everywhere -> best 0.1."""

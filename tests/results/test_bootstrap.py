@@ -193,6 +193,7 @@ def test_paired_recall_difference_is_the_symmetric_t_of_the_matched_difference()
                                [-hi, -lo], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_intervals_are_the_same_bytes_whatever_the_order_stations_come_in():
     # SPEC §9, §12: stations are weighed in code-point order of their names, so the order in which their counts
     # arrive (partitions finishing in any order) changes no bit of any interval.
@@ -221,6 +222,7 @@ def spec_weights(seed, name, n_stations, draws):
     return np.random.default_rng(entropy).multinomial(n_stations, [1 / n_stations] * n_stations, size=draws)
 
 
+@pytest.mark.slow
 def test_each_datasets_generator_is_the_one_spec_names():
     # Two stations per dataset, A's arrival found and B's missed, each by one pick at conf 0.9: a draw's ece_lb
     # (a percentile interval, SPEC §12) is |0.9 - w_A / 2| (both picks in one bin, w_A of the 2 hits), and with
@@ -259,6 +261,7 @@ def interval_values(ds, name, models):
     return out
 
 
+@pytest.mark.slow
 def test_a_datasets_intervals_do_not_depend_on_the_other_datasets():
     # Issue 20 item 6: one generator carried across datasets made "b"'s intervals change when a dataset that
     # sorts first ("a") is scored beside it.  "a" also brings a station sorting between b's and a model of its
@@ -291,6 +294,7 @@ def test_a_datasets_intervals_do_not_depend_on_the_other_datasets():
             assert np.array_equal(alone[v], beside[v], equal_nan=True), (others, v)
 
 
+@pytest.mark.slow
 def test_tables_gain_interval_columns_only_with_intervals():
     o = Options()
     ds = two_stations(o)
@@ -306,6 +310,7 @@ def test_tables_gain_interval_columns_only_with_intervals():
     assert "model_differences" in with_ci and "model_differences" not in plain
 
 
+@pytest.mark.slow
 def test_model_differences_table_rows():
     o = Options()
     a = station(o, [(0, 10), (0, 20)], [(0, 0, 10.1, 0.9), (1, 0, 20.0, 0.8), (2, 0, 10.0, 0.9)], n_models=3)

@@ -35,6 +35,7 @@ def test_budget_list_options_round_trip_and_refusals():
         assert err.value.options == ("budget",)
 
 
+@pytest.mark.slow
 def test_several_budgets_by_hand_and_one_row_each():
     # Emitted/matched as conf falls: 0.9 -> 1/1, 0.8 -> 2/1, 0.7 -> 3/2, 0.5 -> 4/3, 0.4 -> 5/3.
     # recall at 2 picks: 1/4; at 3: 2/4; at 5: 3/4 (n_reference 4).

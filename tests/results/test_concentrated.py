@@ -39,6 +39,7 @@ def test_the_rule_at_its_edges():
     assert residual_mode([7, 7, 3, 3])["residual_ns"] == 3
 
 
+@pytest.mark.slow
 @given(values=st.lists(st.integers(-5, 5), min_size=0, max_size=80))
 @settings(max_examples=100, deadline=None)
 def test_mode_against_brute_force(values):
@@ -68,6 +69,7 @@ def _catalogue(n: int = 30):
     return ref, picks
 
 
+@pytest.mark.slow
 def test_a_run_warns_of_concentrated_residuals_once_per_model():
     ref, picks = _catalogue()
     with warnings.catch_warnings(record=True) as seen:
@@ -79,6 +81,7 @@ def test_a_run_warns_of_concentrated_residuals_once_per_model():
     assert float(ds.medae.sel(dataset="all", model="exact", phase="P", threshold=0.3)) == 0.0  # what it warns of
 
 
+@pytest.mark.slow
 def test_the_warning_is_kept_in_the_store_and_not_said_twice(tmp_path):
     ref, picks = _catalogue()
     with pytest.warns(pickscale.errors.PickscaleWarning):

@@ -31,6 +31,7 @@ def same(a, b) -> None:
     assert not differ, differ
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("time_bin", [None, "1D"])
 def test_models_added_equal_one_run_hand_made(time_bin):
     ref, picks = stretches(1)
@@ -48,6 +49,7 @@ def test_models_added_equal_one_run_hand_made(time_bin):
     assert ext.attrs["extensions"][0]["datasets"]["d"]["models_added"] == ["m2"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("time_bin", [None, "1D", "1h"])
 def test_later_stretch_equals_one_run_hand_made(time_bin):
     ref, picks = stretches(2)
@@ -63,6 +65,7 @@ def test_later_stretch_equals_one_run_hand_made(time_bin):
         assert ext.sizes["time_bin"] == 49 and int(ext.n_reference_over_time.sum()) == 16
 
 
+@pytest.mark.slow
 def test_exact_sums_add_up_bit_for_bit():
     # Both stretches at the same (station, model): the float sums come from the added limbs, not added floats.
     ref, picks = stretches(2)
@@ -97,6 +100,7 @@ def test_generated_catalogue_by_models_and_by_time(time_bin):
     assert len(step.attrs["extensions"]) == 2
 
 
+@pytest.mark.slow
 def test_new_dataset_is_added():
     ref, picks = stretches(1)
     other_ref, other_picks = ref.assign(dataset="e"), picks.assign(dataset="e")
@@ -105,6 +109,7 @@ def test_new_dataset_is_added():
     same(whole, ext)
 
 
+@pytest.mark.slow
 def test_refusals():
     ref, picks = stretches(1)
     stored = pickscale.score(ref, picks[picks.model == "m1"], time_bin="1D")
@@ -132,6 +137,7 @@ def test_refusals():
         extended(without, ref, picks[picks.model == "m2"])
 
 
+@pytest.mark.slow
 def test_arrivals_in_both_scored_spans_are_refused():
     # The second stretch's picks start 2 s after the first one's last pick (+200 s): both scored spans (picks ±
     # residual_tol = 2 s) hold an arrival at +201.5 s, which the two runs would each count.
@@ -156,6 +162,7 @@ def test_reference_digest_is_canonical():
         assert reference_digest(ref.assign(phase="S"), "d")[0] != h
 
 
+@pytest.mark.slow
 def test_an_extension_says_the_edges_of_the_merged_counts_not_of_its_part_alone():
     """SPEC §7 and §11: best_on_edge is a reading of all the counts. In the later stretch m1's true picks are at
     conf 0.95 and its false P at 0.92: scored alone, its P best threshold is the top of the grid (0.94, where the

@@ -51,6 +51,7 @@ def test_options_the_store_lacks_are_refused(stored, keyword, value, message):
     assert keyword in info.value.options
 
 
+@pytest.mark.slow
 def test_options_equal_to_the_store_s_are_accepted(stored):
     ref, picks, ds = stored
     whole = pickscale.score(ref, picks)
@@ -65,6 +66,7 @@ def test_an_unknown_keyword_is_a_type_error(stored):
         extended(ds, ref, picks[picks.model == "m2"], tolerance=0.5)
 
 
+@pytest.mark.slow
 def test_a_store_with_intervals_keeps_them_as_one_run_draws_them(stored):
     ref, picks, _ = stored
     whole = pickscale.bootstrap(pickscale.score(ref, picks), level=0.9, draws=200, seed=3)
@@ -78,6 +80,7 @@ def test_a_store_with_intervals_keeps_them_as_one_run_draws_them(stored):
     assert "recall_lo" in pickscale.tables(got)["detection"].columns
 
 
+@pytest.mark.slow
 def test_ci_given_to_an_extension_takes_effect(stored):
     ref, picks, ds = stored
     whole = pickscale.bootstrap(pickscale.score(ref, picks), level=0.8)
@@ -87,6 +90,7 @@ def test_ci_given_to_an_extension_takes_effect(stored):
         extended(ds, ref, picks[picks.model == "m2"], ci=1.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stored_bin, given_bin", [("1h", "60min"), ("1D", "24h"), ("MS", "1MS")])
 def test_equal_bins_spelled_otherwise_are_the_store_s(stored_bin, given_bin):
     ref, picks = stretches(1)

@@ -38,6 +38,7 @@ PART_A = frames([100, 201], [(100.1, 0.9), (200.0, 0.8)])
 PART_B = frames([400], [(201.2, 0.5), (400.1, 0.9)])
 
 
+@pytest.mark.slow
 def test_one_run_matches_all_three_by_hand():
     ref = pd.concat([PART_A[0], PART_B[0]], ignore_index=True)
     picks = pd.concat([PART_A[1], PART_B[1]], ignore_index=True)
@@ -47,6 +48,7 @@ def test_one_run_matches_all_three_by_hand():
     assert int(ds.n_reference.sum()) == 3 and int(one.matched.sum()) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first, second, side", [(PART_A, PART_B, "stored"), (PART_B, PART_A, "new")])
 def test_spans_that_meet_with_an_arrival_are_refused_in_either_order(first, second, side):
     stored = pickscale.score(*first)
@@ -58,6 +60,7 @@ def test_spans_that_meet_with_an_arrival_are_refused_in_either_order(first, seco
     assert "1970-01-01T00:03:19.2" in message and "1970-01-01T00:03:22.0" in message, message
 
 
+@pytest.mark.slow
 def test_a_store_without_arrival_spans_is_refused_where_spans_meet():
     stored = pickscale.score(*PART_A)
     for entry in stored.attrs["extent"]["datasets"]["all"]:
@@ -66,6 +69,7 @@ def test_a_store_without_arrival_spans_is_refused_where_spans_meet():
         extended(stored, *frames([400], [(200.5, 0.1), (400.1, 0.9)]))
 
 
+@pytest.mark.slow
 def test_a_quiet_gap_is_accepted_in_either_order_with_the_same_tables():
     late = frames([300, 400], [(300.1, 0.5), (400.1, 0.9)])  # spans [98.1, 202.0] and [298.1, 402.1]: apart
     ab = extended(pickscale.score(*PART_A), *late)

@@ -22,6 +22,7 @@ def scored():
     return pickscale.score(*catalogue(), progress=False, group_by="magnitude:1,2", budget=[50, 100]).load()
 
 
+@pytest.mark.slow
 def test_the_dataset_names_each_number_once(scored):
     for name in ("n_pairs", "residual_mean", "residual_std", "fraction_within", "matched_budget",
                  "n_pairs_by_group", "residual_mean_by_group", "residual_std_by_group", "fraction_within_by_group"):
@@ -33,6 +34,7 @@ def test_the_dataset_names_each_number_once(scored):
     assert callable(scored.mean) and callable(scored.std)
 
 
+@pytest.mark.slow
 def test_fraction_within_is_one_variable_on_dim_within(scored):
     fw = scored["fraction_within"]
     assert fw.dims == ("dataset", "model", "phase", "threshold", "within")
@@ -48,6 +50,7 @@ def test_fraction_within_is_one_variable_on_dim_within(scored):
         assert float(one) == row[column]
 
 
+@pytest.mark.slow
 def test_the_budget_dim_is_the_budget_column(scored):
     assert scored["recall_at_budgets"].dims == ("dataset", "model", "phase", "budget")
     assert scored["budget"].values.tolist() == [50, 100]
@@ -58,6 +61,7 @@ def test_the_budget_dim_is_the_budget_column(scored):
     assert "matched_budget" in frames["detection"] and "budget" not in frames["detection"]
 
 
+@pytest.mark.slow
 def test_the_table_columns_follow_the_variables(scored):
     frames = pickscale.tables(scored)
     assert frames["timing"].columns.tolist()[3:14] == [
@@ -75,6 +79,7 @@ def test_the_table_columns_follow_the_variables(scored):
     assert int(n_pairs.sel(dataset=row.dataset, model=row.model, phase=row.phase)) == row.n_pairs
 
 
+@pytest.mark.slow
 def test_a_store_of_schema_3_is_refused(scored, tmp_path):
     assert SCHEMA_VERSION == 4
     target = save(scored, tmp_path / "r.zarr")
@@ -86,6 +91,7 @@ def test_a_store_of_schema_3_is_refused(scored, tmp_path):
         open_results(target)
 
 
+@pytest.mark.slow
 def test_a_stored_store_reads_back_the_new_names(scored, tmp_path):
     back = open_results(save(scored, tmp_path / "r.zarr"))
     np.testing.assert_array_equal(back["fraction_within"].values, scored["fraction_within"].values)

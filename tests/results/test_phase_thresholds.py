@@ -44,6 +44,7 @@ def worked_inputs():
     return ref, picks
 
 
+@pytest.mark.slow
 def test_worked_example_p_at_half_s_at_three_tenths():
     """By hand, tol 0.5 s:
 
@@ -85,6 +86,7 @@ def test_worked_example_p_at_half_s_at_three_tenths():
     assert to_csv_bytes(per["sweep"]) == to_csv_bytes(both["sweep"])
 
 
+@pytest.mark.slow
 def test_one_value_means_both_and_equal_values_are_one():
     assert Options(threshold={"P": 0.25, "S": 0.25}) == Options(threshold=0.25)
     assert Options(threshold={"S": 0.25, "P": 0.25}).to_attrs() == Options(threshold=0.25).to_attrs()
@@ -126,6 +128,7 @@ def test_bad_per_phase_thresholds_are_refused_naming_the_option(value, message):
     assert info.value.options == ("threshold",)
 
 
+@pytest.mark.slow
 def test_a_store_keeps_the_per_phase_thresholds_and_its_tables(tmp_path):
     ref, picks = worked_inputs()
     ds = _score(ref, picks, threshold={"P": 0.5, "S": 0.3})
@@ -136,6 +139,7 @@ def test_a_store_keeps_the_per_phase_thresholds_and_its_tables(tmp_path):
         assert to_csv_bytes(tables(back)[name]) == to_csv_bytes(frame), name
 
 
+@pytest.mark.slow
 def test_a_store_whose_phase_threshold_is_off_its_grid_is_refused(tmp_path):
     from pickscale.errors import StoreError
     from pickscale.store.manifest import write_manifest
@@ -151,6 +155,7 @@ def test_a_store_whose_phase_threshold_is_off_its_grid_is_refused(tmp_path):
         pickscale.open_results(store)
 
 
+@pytest.mark.slow
 def test_figures_read_each_phase_at_its_own_and_say_both():
     from pickscale.report import figures
     from pickscale.report.figures.detection import recall_bars
@@ -184,6 +189,7 @@ def test_an_extension_needs_the_store_s_per_phase_thresholds():
         check_options(Options().to_attrs(), {"threshold": {"P": 0.5, "S": 0.3}})
 
 
+@pytest.mark.slow
 def test_extending_a_per_phase_store_equals_one_run():
     """m2's S pick at +20 s has conf 0.35: counted at S 0.3, not at P 0.5 (or at 0.5 for both)."""
     from pickscale.engine.extension import extended

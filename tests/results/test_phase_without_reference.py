@@ -68,6 +68,7 @@ NAN_DETECTION = ["recall", "precision_lb", "f1_lb", "extra_rate", "duplicate_rat
                  "best_threshold", "f1_lb_at_best", "recall_at_best", "ap_lb"]
 
 
+@pytest.mark.slow
 def test_detection_reads_nothing_without_s_arrivals(frames):
     row = _row(frames["detection"], "ponly", "S").iloc[0]
     assert (row.n_reference, row.emitted, row.matched) == (0, 2, 0)  # emitted is a fact about the model: kept
@@ -80,6 +81,7 @@ def test_detection_reads_nothing_without_s_arrivals(frames):
     assert (s.n_reference, s.emitted, s.recall, s.precision_lb) == (1, 1, 1.0, 1.0)
 
 
+@pytest.mark.slow
 def test_calibration_and_reliability_without_s_arrivals(frames):
     cal = _row(frames["calibration"], "ponly", "S").iloc[0]
     assert cal.n_picks == 3  # every pick at or above the floor: kept
@@ -144,6 +146,7 @@ def test_printed_tables_leave_the_rows_out_and_say_why(frames, capsys):
         assert rows == ["P", "S"], body
 
 
+@pytest.mark.slow
 def test_the_p_only_reference_of_paired_windows():
     """The real case: ncedc_deepdenoiser_ponly labels P only (PROVENANCE.md); its S rows are not results."""
     ref = pd.read_csv(DATA / "reference.csv")

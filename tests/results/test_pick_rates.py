@@ -43,6 +43,7 @@ def _spec_case() -> tuple[pd.DataFrame, pd.DataFrame]:
     return ref, picks
 
 
+@pytest.mark.slow
 def test_spec_worked_example() -> None:
     ref, picks = _spec_case()
     ds = pickscale.score(ref, picks, rate_thresholds=[0.5], progress=False)
@@ -67,6 +68,7 @@ def test_spec_worked_example() -> None:
                                                                      progress=False)["threshold"].values
 
 
+@pytest.mark.slow
 def test_every_pick_counts_whatever_the_scope() -> None:
     """Picks outside the scored span, at a station without arrivals and of the reference's other dataset-less
     stations all count; below the floor none does."""
@@ -174,6 +176,7 @@ def _rates_equal_a_brute_force(seed: int, n: int, parts: int, days: int) -> None
     assert pick_rates(one).equals(pick_rates(many))  # (the table pickscale.tables gives)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(3))
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 120), parts=st.integers(1, 5), days=st.sampled_from([5, 12]))
 def test_rates_equal_a_brute_force_in_any_partitioning(seed: int, n: int, parts: int, days: int) -> None:
@@ -201,6 +204,7 @@ def _given_runs(draw) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return np.array(key, np.int64), first_, first_ + np.array(length, np.int64), np.array(part, np.int64)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(300))
 @given(_given_runs())
 def test_runs_unite_to_the_maximal_runs_of_their_days_in_any_partitioning(given_runs) -> None:
@@ -244,6 +248,7 @@ def test_rates_on_a_cluster_equal_the_local_run() -> None:
         assert local[name].equals(far[name]), name
 
 
+@pytest.mark.slow
 def test_store_round_trip_report_and_extend_equal_one_run(tmp_path) -> None:
     ref, picks = _random_picks(5, 300)
     one = pickscale.score(ref, picks, progress=False)
@@ -266,6 +271,7 @@ def test_store_round_trip_report_and_extend_equal_one_run(tmp_path) -> None:
     assert pickscale.tables(stretch)["pick_rates"].equals(pickscale.tables(one)["pick_rates"])
 
 
+@pytest.mark.slow
 def test_a_store_without_pick_rates_opens_and_extends_without_them(tmp_path) -> None:
     ref, picks = _random_picks(7, 200)
     old = pickscale.score(ref, picks[picks.model == "m"], progress=False)
@@ -284,6 +290,7 @@ def _cli_case(tmp_path) -> list[str]:
     return ["score", "--reference", str(tmp_path / "ref.csv"), "--picks", str(tmp_path / "picks.csv"), "--quiet"]
 
 
+@pytest.mark.slow
 def test_cli_writes_the_table_and_report_rewrites_it(tmp_path) -> None:
     """The table through the CLI (without figures: the figure through the CLI is
     :func:`test_cli_writes_the_figure_and_report_rewrites_it`, marked slow; the figure itself is made here)."""
@@ -318,6 +325,7 @@ def test_cli_writes_the_figure_and_report_rewrites_it(tmp_path) -> None:
     assert (tmp_path / "c" / "figures" / "pick_rates.png").exists()
 
 
+@pytest.mark.slow
 def test_figure_rows_busiest_first_and_one_station_has_no_figure() -> None:
     ref, picks = _spec_case()
     ds = pickscale.score(ref, picks, progress=False)
@@ -329,6 +337,7 @@ def test_figure_rows_busiest_first_and_one_station_has_no_figure() -> None:
     assert has_rates(ds) and not has_rates(pickscale.score(ref, picks[picks.station == "A"], progress=False))
 
 
+@pytest.mark.slow
 def test_table_of_results_without_rates_is_empty_with_its_columns() -> None:
     ref, picks = _spec_case()
     ds = pickscale.score(ref, picks, progress=False).drop_vars(["rate_picks", *RATE_RUNS])
@@ -356,6 +365,7 @@ def _by_hand() -> tuple[pd.DataFrame, pd.DataFrame]:
     return ref, picks
 
 
+@pytest.mark.slow
 def test_rate_runs_worked_by_hand() -> None:
     """The runs of a tiny catalogue, worked out by hand: one per maximal run of consecutive UTC days with a pick
     at or above the floor (0.02), per (dataset, model, station), sorted by dataset, model, station, first day.
@@ -391,6 +401,7 @@ def test_rate_runs_worked_by_hand() -> None:
     assert _runs(ds) == _brute_runs(picks, 0.02)
 
 
+@pytest.mark.slow
 def test_extending_by_the_next_days_joins_the_runs_byte_for_byte(tmp_path) -> None:
     """A store of the catalogue to January 31 extended by February: (m, A)'s run of January 30–31 and that of
     February 1–2 touch, and are one run, as in one run of the whole: the rate variables' files are identical
@@ -415,6 +426,7 @@ def _rate_files(store) -> dict[str, bytes]:
             if f.is_file() and f.relative_to(store).parts[0] in (*RATE_VARIABLES, "rate_station")}
 
 
+@pytest.mark.slow
 def test_a_decade_of_picks_is_a_few_runs_not_a_dense_table(tmp_path) -> None:
     """Two stations picking once ten years apart, and one picking every day of the decade between: a dense
     (station × day) layout holds 3 × 3,653 cells, day rows 3,654 rows; the runs are 3, in the run, in the store,
@@ -471,6 +483,7 @@ def _stored_runs_are_byte_identical(folder, seed: int, n: int, parts: int, days:
     assert one == many and any(k.startswith("rate_run_first/") for k in one)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(3))
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 80), parts=st.integers(2, 5), days=st.sampled_from([5, 12]))
 def test_stored_rate_runs_are_byte_identical_whatever_the_partitioning(tmp_path_factory, seed: int, n: int,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +68,7 @@ def _score(folder: Path):
     return ds, [str(w.message) for w in seen]
 
 
+@pytest.mark.slow
 def test_a_run_warns_once_per_model_and_per_reference():
     """One station, 30 arrivals: ``stepped`` picks on a 0.1 s grid anchored where each arrival's window starts
     (labels at a fixed offset into the window), ``free`` 3–40 ms off, all different."""
@@ -94,6 +96,7 @@ def test_a_run_warns_once_per_model_and_per_reference():
                                                                           ("reference_offset", "")]
 
 
+@pytest.mark.slow
 def test_paired_windows_flags_gpd_and_its_labels():
     """GPD steps its 4 s windows by 0.1 s from each window's start; the P labels sit at whole hundredths of a
     second on that grid (exactly 30.00 s into the NCEDC windows): every P residual of GPD is a multiple of
@@ -110,6 +113,7 @@ def test_paired_windows_flags_gpd_and_its_labels():
     assert sum("reference at a fixed offset into windows" in m for m in said) == 3
 
 
+@pytest.mark.slow
 def test_stead50_phasenet_does_not_flag():
     ds, said = _score(DATA / "stead50_phasenet")
     assert ds.attrs["data_quality"] == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +56,7 @@ def _stepped_against_an_analyst(n: int = 30):
     return windows, ref, pd.concat([stepped, free], ignore_index=True)
 
 
+@pytest.mark.slow
 def test_worked_example_gridded_picks_against_an_analyst(tmp_path):
     windows, ref, picks = _stepped_against_an_analyst()
     ds, said = _score(ref, picks, windows, tmp_path)
@@ -75,6 +77,7 @@ def test_worked_example_gridded_picks_against_an_analyst(tmp_path):
             assert ds[name].equals(ds_plain[name]), name
 
 
+@pytest.mark.slow
 def test_labels_at_a_fixed_offset_and_on_a_grid(tmp_path):
     windows = _windows(25)
     starts = list(windows["start"])
@@ -98,6 +101,7 @@ def test_labels_at_a_fixed_offset_and_on_a_grid(tmp_path):
     assert not [f for f in ds_few.attrs["data_quality"] if f["flag"] == "reference_offset"]
 
 
+@pytest.mark.slow
 def test_the_flags_do_not_depend_on_the_partitioning(tmp_path):
     windows, ref, picks = _stepped_against_an_analyst()
     one, _ = _score(ref, picks, windows, tmp_path)
@@ -107,6 +111,7 @@ def test_the_flags_do_not_depend_on_the_partitioning(tmp_path):
     assert many.attrs["coverage"]["placement"] == one.attrs["coverage"]["placement"]
 
 
+@pytest.mark.slow
 @given(offsets=st.lists(st.integers(-10**11, 10**11), min_size=0, max_size=60),
        step=st.sampled_from([50, 100, 200, 250, 500]), phase=st.integers(0, 999), k=st.integers(0, 80))
 @settings(max_examples=150, deadline=None)
@@ -119,6 +124,7 @@ def test_the_rule_on_counts_is_the_rule_on_values_modulo_one_second(offsets, ste
     assert offset_grid(counts) == residual_grid(offset_bin(x) * MS)
 
 
+@pytest.mark.slow
 @given(windows=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 60), st.sampled_from(["A", "B"])),
                         min_size=1, max_size=12),
        times=st.lists(st.integers(-5, 270), min_size=1, max_size=30))
@@ -139,6 +145,7 @@ def test_window_start_is_the_latest_start_holding_the_time(windows, times):
                 assert cov.offsets(np.array([cell]), np.array([time]))[0] == time - max(holding)
 
 
+@pytest.mark.slow
 def test_paired_windows_with_its_windows():
     folder = DATA / "paired_windows"
     with warnings.catch_warnings(record=True):
@@ -157,6 +164,7 @@ def test_paired_windows_with_its_windows():
     assert all(f["source"] == "windows" for f in ds.attrs["data_quality"] if f["flag"] != "concentrated")
 
 
+@pytest.mark.slow
 def test_a_store_keeps_the_placement_and_says_the_same(tmp_path):
     windows, ref, picks = _stepped_against_an_analyst()
     ds, _ = _score(ref, picks, windows, tmp_path)

@@ -79,6 +79,7 @@ def _through_apply_ufunc(entry: Derived, ds: xr.Dataset, options: Options) -> xr
     return outs[entry.output]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exhaustive", [False, True])
 def test_derive_is_each_kernel_through_apply_ufunc(exhaustive):
     ref = pd.DataFrame({"station": ["A", "A", "B"], "phase": ["P", "S", "P"], "magnitude": [0.5, 1.5, 2.5],

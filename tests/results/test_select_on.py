@@ -65,6 +65,7 @@ def hand():
     return _quiet_score(ref, picks, thresholds=GRID, select_on="before:2024-01-01T00:01:00")
 
 
+@pytest.mark.slow
 def test_the_worked_example(hand):
     one = hand.sel(dataset="all", model="M", phase="P")
     assert hand.attrs["select_on"] == "before:2024-01-01T00:01:00Z"
@@ -85,6 +86,7 @@ def test_the_worked_example(hand):
     assert int(hand.matched_budget_oos.sel(dataset="all", phase="S")) == 0
 
 
+@pytest.mark.slow
 def test_detection_table_gains_the_columns_and_nothing_else_changes(hand):
     ref, picks = _inputs()
     plain = _quiet_score(ref, picks, thresholds=GRID)
@@ -102,6 +104,7 @@ def test_detection_table_gains_the_columns_and_nothing_else_changes(hand):
         0.2, 2, 4, 2)
 
 
+@pytest.mark.slow
 def test_store_round_trip_keeps_the_readings(hand, tmp_path):
     path = pickscale.save(hand, tmp_path / "results.zarr")
     back = pickscale.open_results(path)
@@ -109,6 +112,7 @@ def test_store_round_trip_keeps_the_readings(hand, tmp_path):
     assert to_csv_bytes(pickscale.tables(back)["detection"]) == to_csv_bytes(pickscale.tables(hand)["detection"])
 
 
+@pytest.mark.slow
 def test_a_store_scored_with_select_on_is_not_extended(hand, tmp_path):
     ref, picks = _inputs()
     path = pickscale.save(hand, tmp_path / "results.zarr")
@@ -119,6 +123,7 @@ def test_a_store_scored_with_select_on_is_not_extended(hand, tmp_path):
         pickscale.extend(plain, ref, picks, select_on="before:2024-01-01")
 
 
+@pytest.mark.slow
 def test_exhaustive_names_drop_lb():
     ref, picks = _inputs()
     ds = _quiet_score(ref, picks, thresholds=GRID, exhaustive=True, select_on="before:2024-01-01T00:01:00")
@@ -126,6 +131,7 @@ def test_exhaustive_names_drop_lb():
     assert "precision_at_best_oos" in pickscale.tables(ds)["detection"].columns
 
 
+@pytest.mark.slow
 def test_an_empty_part_is_an_error_naming_the_option_and_the_date():
     ref, picks = _inputs()
     with pytest.raises(OptionsError, match=r"select_on before:2023-06-01T00:00:00Z.*selection part"):

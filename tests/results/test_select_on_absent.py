@@ -7,10 +7,12 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import pickscale
 
 
+@pytest.mark.slow
 def test_a_model_only_in_one_part_is_said():
     t0 = pd.Timestamp("2023-12-01T00:00:00Z")
     times = [t0 + pd.Timedelta(days=3 * i) for i in range(20)]  # 10 before 2024-01-01, 10 after

@@ -158,6 +158,7 @@ def _brute(r, p, w):
     return np.array(ref_kept), np.array(pick_kept)
 
 
+@pytest.mark.slow
 @given(st.data())
 def test_coverage_matches_interval_checks(data):
     stations, models = ["A", "B"], ["m", "n"]

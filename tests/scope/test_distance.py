@@ -46,6 +46,7 @@ def _worked_example():
     return ref, stations, picks
 
 
+@pytest.mark.slow
 def test_worked_example_of_spec():
     assert epicentral_km(0, 0, 0, [0.1, 0.3, 1.0]).round(2).tolist() == [11.12, 33.36, 111.19]
     ref, stations, picks = _worked_example()
@@ -56,6 +57,7 @@ def test_worked_example_of_spec():
                                                  "missing": 0}
 
 
+@pytest.mark.slow
 def test_coordinates_from_the_reference_itself_steads_names():
     ref, stations, picks = _worked_example()
     merged = ref.merge(stations, on="station").rename(columns={
@@ -66,6 +68,7 @@ def test_coordinates_from_the_reference_itself_steads_names():
     assert _by_group(a) == _by_group(b) and _by_group(a, "matched_by_group") == _by_group(b, "matched_by_group")
 
 
+@pytest.mark.slow
 def test_a_distance_column_is_used_as_it_is():
     ref, _, picks = _worked_example()
     given_km = ref.drop(columns=["event_latitude", "event_longitude"]).assign(Distance=[5.0, 60.0, 60.0, 150.0])
@@ -73,6 +76,7 @@ def test_a_distance_column_is_used_as_it_is():
     assert _by_group(ds) == {"<0": 0, "[0,20)": 1, "[20,50)": 0, "[50,100)": 2, ">=100": 1}
 
 
+@pytest.mark.slow
 def test_what_is_missing_is_said():
     ref, stations, picks = _worked_example()
     with pytest.raises(OptionsError, match="no event coordinates"):
@@ -99,6 +103,7 @@ def test_cli_exit_2_without_station_coordinates(tmp_path, capsys):
     assert code == 2 and "station coordinates" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @given(lat1=st.floats(-89.9, 89.9), lon1=st.floats(-180, 180), lat2=st.floats(-89.9, 89.9),
        lon2=st.floats(-180, 180))
 @settings(max_examples=200, deadline=None)

@@ -26,6 +26,7 @@ def test_text_groups_are_the_sorted_distinct_values():
     assert labels == ["AZ", "BK", "CI", "missing"] and codes.tolist() == [2, 0, 3, 2, 1, 3]
 
 
+@pytest.mark.slow
 @given(st.lists(st.one_of(st.none(), st.floats(-10, 10)), max_size=30),
        st.lists(st.floats(-5, 5), min_size=1, max_size=4, unique=True))
 def test_numeric_codes_against_the_rule(values, edges):

@@ -384,6 +384,7 @@ def test_real_stead50():
     assert all(v == 0 for v in s.exclusions.values())
 
 
+@pytest.mark.slow
 def test_real_paired_windows():
     r, p = _load("paired_windows")
     s = scope(r, p, floor=0.05)
@@ -438,6 +439,7 @@ def _mixed_catalogue():
     return r, p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unused", [False, True])
 def test_categorical_reference_gives_the_same_scope(unused):
     r, p = _mixed_catalogue()
@@ -453,6 +455,7 @@ def test_categorical_reference_gives_the_same_scope(unused):
     assert c.exclusions == a.exclusions and c.stations == a.stations and c.spans == a.spans
 
 
+@pytest.mark.slow
 def test_categorical_reference_fatal_messages_unchanged():
     r = ref(["A", "A"], [T, T + 30 * S])
     p = picks(["A", "A"], [T + 2 * H, T + 2 * H + 30 * S])
@@ -500,6 +503,7 @@ def test_combine_keeps_categoricals_with_union_of_categories():
     assert same["station"].astype(object).tolist() == ["b", "Ü", "a"] * 2
 
 
+@pytest.mark.slow
 def test_plan_and_encode_reference_on_codes_match_strings():
     from pickscale.engine.units import plan_units
     from pickscale.options import Options

@@ -143,12 +143,14 @@ CASES: dict[str, tuple[Callable[[Path, Any], None], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.slow
 def test_untouched_store_opens(store, results):
     got = open_results(store)
     cell = {"dataset": "all", "model": "m", "phase": "P", "threshold": 0.3}
     assert got.recall.sel(cell).item() == results.recall.sel(cell).item()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [
     {"time_bin": "1min", "tols": [0.1, 0.5, 1.0]},
     {"exhaustive": True, "budget": [2, 1]},
@@ -170,6 +172,7 @@ def test_a_dataset_that_is_not_results_is_not_checked(tmp_path):
     assert open_results(save(plain, tmp_path / "plain.zarr"))["matched"].values.tolist() == [5, 0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_edited_store_is_refused_on_opening(case, store, results):
     edit, needles = CASES[case]
@@ -187,6 +190,7 @@ def test_edited_store_is_refused_on_opening(case, store, results):
 PAIR_CASES = ("pair index out of range", "one ulp on mae", "residual moved", "pairs out of order")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_report_refuses_an_edited_store(case, store, results, tmp_path):
     CASES[case][0](store, results)
@@ -201,6 +205,7 @@ def test_report_refuses_an_edited_store(case, store, results, tmp_path):
     assert not out.exists() or not any(out.iterdir())  # nothing written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["recall 7.0", "options missing", "options malformed", "threshold off grid",
                                   "malformed extent", "pair index out of range", "pairs out of order"])
 def test_extend_refuses_an_edited_store(case, store, results, tmp_path, capsys):
@@ -266,6 +271,7 @@ MORE: dict[str, tuple[Callable[[Path, Any], None], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(MORE))
 def test_more_edits_are_refused_on_opening(case, store, results):
     edit, needles = MORE[case]
@@ -276,6 +282,7 @@ def test_more_edits_are_refused_on_opening(case, store, results):
         assert needle in str(info.value), (needle, str(info.value))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["pair index out of range", "recall 7.0", "one ulp on mae", "residual moved",
                                   "pairs out of order"])
 def test_what_a_lazy_opening_checks(case, store, results):
@@ -293,6 +300,7 @@ def test_what_a_lazy_opening_checks(case, store, results):
             assert needle in str(info.value), (needle, str(info.value))
 
 
+@pytest.mark.slow
 def test_an_interval_upside_down_is_refused(tmp_path):
     ds = pickscale.bootstrap(scored(), draws=50)
     store = save(ds, tmp_path / "results.zarr")

@@ -96,6 +96,7 @@ def test_a_lock_of_this_host_from_before_a_reboot_is_taken_over(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]
 
 
+@pytest.mark.slow
 def test_score_stops_at_once_on_another_hosts_live_lock_naming_the_host(tmp_path, capsys):
     from pickscale.demo import write_inputs
 
@@ -120,6 +121,7 @@ def test_score_stops_at_once_on_another_hosts_live_lock_naming_the_host(tmp_path
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_the_lock_records_host_pid_and_a_lease_that_its_run_renews(tmp_path, monkeypatch):
     from pickscale.store.lease import HOST, boot_id
 
@@ -138,6 +140,7 @@ def test_the_lock_records_host_pid_and_a_lease_that_its_run_renews(tmp_path, mon
     assert not lock.exists()
 
 
+@pytest.mark.slow
 def test_a_run_that_lost_its_lock_does_not_publish(tmp_path):
     """Its lease ran out and another host took the lock over: the save stops, the target untouched."""
     target = save(ds(1), tmp_path / "r.zarr")
@@ -154,6 +157,7 @@ def test_a_run_that_lost_its_lock_does_not_publish(tmp_path):
 # --------------------------------------------------------------------------- temporaries
 
 
+@pytest.mark.slow
 def test_cleanup_keeps_another_hosts_temporaries_while_their_lease_lives(tmp_path):
     target = save(ds(), tmp_path / "r.zarr")
     dead = dead_pid()  # what a pid check on this host would see
@@ -181,6 +185,7 @@ def test_save_keeps_another_hosts_live_temporary(tmp_path):
     assert live.exists() and (tmp_path / f"{live.name}.lease").exists()
 
 
+@pytest.mark.slow
 def test_a_previous_store_moved_aside_by_a_live_run_elsewhere_is_not_put_back(tmp_path):
     target = save(ds(2), tmp_path / "r.zarr")
     aside = tmp_path / f".r.zarr.old-{dead_pid()}-0123abcd"
@@ -221,6 +226,7 @@ def test_a_save_leaves_its_lease_beside_its_temporary_and_removes_both(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr"]
 
 
+@pytest.mark.slow
 def test_report_keeps_another_hosts_live_output_temporaries(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()

@@ -167,6 +167,7 @@ DAMAGE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
 def test_named_damage_is_refused_by_open_results_and_report(kind, stored, capsys):
     damage, needles = DAMAGE[kind]
@@ -180,6 +181,7 @@ def test_named_damage_is_refused_by_open_results_and_report(kind, stored, capsys
     report_refuses(stored, capsys, *needles)
 
 
+@pytest.mark.slow
 def test_a_store_of_the_previous_schema_is_refused_with_a_clear_message(stored, capsys):
     """Schema 1 (sizes only, root zarr.json not covered) cannot be trusted: re-run ``score``."""
     assert SCHEMA_VERSION > 1
@@ -196,6 +198,7 @@ def test_a_store_of_the_previous_schema_is_refused_with_a_clear_message(stored, 
     report_refuses(stored, capsys, *needles)
 
 
+@pytest.mark.slow
 def test_open_results_returns_a_loaded_dataset(stored, runs):
     """Eager: nothing is read from disk after ``open_results`` returns."""
     ds = open_results(stored)
@@ -286,6 +289,7 @@ def test_a_reader_racing_overwrites_never_gets_a_mixture(runs, tmp_path, monkeyp
     assert fingerprint(open_results(target)) in want
 
 
+@pytest.mark.slow
 def test_a_reader_retries_then_says_the_store_keeps_changing(stored, monkeypatch):
     """Replaced during every attempt: a StoreError after a few attempts, never a mixture."""
     real_read = store_read._read_files
@@ -335,6 +339,7 @@ print("saved")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                     reason="needs root to leave a lock owned by another user and to run as a third one")
 def test_stale_lock_of_another_user_in_a_sticky_folder_is_a_store_error():

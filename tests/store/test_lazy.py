@@ -46,6 +46,7 @@ def reads(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_a_lazy_opening_is_a_whole_one_bit_for_bit(scored, tmp_path, reads):
     target = save(scored, tmp_path / "results.zarr")
     lazy, whole = open_results(target), open_results(target, lazy=False)
@@ -75,6 +76,7 @@ def test_a_slice_reads_the_chunks_it_needs(tmp_path, reads):
     assert got.emitted.values.tolist() == [5, 7]
 
 
+@pytest.mark.slow
 def test_a_chunk_damaged_after_opening_is_refused_when_read(scored, tmp_path):
     target = save(scored, tmp_path / "results.zarr")
     got = open_results(target)
@@ -89,6 +91,7 @@ def test_a_chunk_damaged_after_opening_is_refused_when_read(scored, tmp_path):
     assert got.recall.values.size  # what was read on opening stays readable
 
 
+@pytest.mark.slow
 def test_a_chunk_cut_short_is_refused_on_opening(scored, tmp_path):
     target = save(scored, tmp_path / "results.zarr")
     chunk = next((target / "pair_conf" / "c").iterdir())

@@ -73,6 +73,7 @@ def _edited(ds, edit: str, at: int):
     return ds
 
 
+@pytest.mark.slow
 def test_an_untouched_store_passes_in_every_batching(results):
     n = results.sizes["pair"]
     assert n > 20
@@ -80,6 +81,7 @@ def test_an_untouched_store_passes_in_every_batching(results):
         _batched(results, rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edit=st.sampled_from(["swap", "index", "conf", "duplicate", "emitted"]), at=st.integers(0, 10_000),
        rows=st.integers(1, 80))

@@ -77,6 +77,7 @@ def test_the_runs_of_the_fixture(results):
     assert results["rate_days"].sel(dataset="all").values.tolist() == [[1, 1, 3], [2, 1, 0]]
 
 
+@pytest.mark.slow
 def test_an_untouched_store_opens(store, results):
     back = open_results(store, lazy=False)
     for name in RATE_RUNS:
@@ -110,6 +111,7 @@ EDITS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(EDITS))
 def test_a_malformed_run_is_refused_on_opening(case, store):
     change, needles = EDITS[case]

@@ -216,6 +216,7 @@ def test_two_concurrent_runs_one_wins_one_exits_2(inputs, s3_bucket, tmp_path):
     assert sorted(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_unreachable_endpoint_is_exit_2_naming_the_url(inputs, s3_env, tmp_path, capsys, monkeypatch):
     from tests.helpers.s3 import closed_port, fresh_filesystems
 

@@ -139,6 +139,7 @@ def write_incomplete(ds: xr.Dataset, target: pathlib.Path) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_round_trip_is_identical_after_sanitising(tmp_path):
     ds = make_results()
     with warnings.catch_warnings():
@@ -156,6 +157,7 @@ def test_round_trip_is_identical_after_sanitising(tmp_path):
     assert siblings(target) == []
 
 
+@pytest.mark.slow
 def test_round_trip_dtypes_and_text(tmp_path):
     got = open_results(save(make_results(), tmp_path / "r.zarr")).load()
 
@@ -176,6 +178,7 @@ def test_round_trip_dtypes_and_text(tmp_path):
     assert got["precision"].attrs["valid_range"] == [0.0, 1.0]
 
 
+@pytest.mark.slow
 def test_caller_dataset_is_not_modified(tmp_path):
     ds = make_results()
     before = copy.deepcopy(ds)
@@ -191,6 +194,7 @@ def test_caller_dataset_is_not_modified(tmp_path):
     assert ds["emitted"].encoding == before["emitted"].encoding
 
 
+@pytest.mark.slow
 def test_plain_open_zarr_reads_a_saved_store(tmp_path):
     ds = make_results()
     target = save(ds, tmp_path / "r.zarr")
@@ -203,6 +207,7 @@ def test_plain_open_zarr_reads_a_saved_store(tmp_path):
     assert list(plain["station"].values) == list(ds["station"].values)  # NumPy StringDType here
 
 
+@pytest.mark.slow
 def test_dask_backed_dataset_with_uneven_chunks(tmp_path):
     ds = make_results(n_pairs=23)
     lazy = ds.chunk({"station": 1, "model": 2})
@@ -211,6 +216,7 @@ def test_dask_backed_dataset_with_uneven_chunks(tmp_path):
     assert_same_values(got, sanitise(ds).assign_attrs(MARKERS))
 
 
+@pytest.mark.slow
 def test_empty_pair_dimension(tmp_path):
     ds = make_results(n_pairs=0)
     got = open_results(save(ds, tmp_path / "r.zarr")).load()
@@ -238,6 +244,7 @@ def test_attribute_that_is_not_json_is_refused(tmp_path):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_existing_store_refused_without_overwrite_and_replaced_with_it(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
     newer = make_results(n_pairs=7).assign_attrs(run="second")
@@ -252,6 +259,7 @@ def test_existing_store_refused_without_overwrite_and_replaced_with_it(tmp_path)
     assert siblings(target) == []
 
 
+@pytest.mark.slow
 def test_overwrite_from_a_lazy_copy_of_the_same_store(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
     lazy = xr.open_zarr(target, zarr_format=3)  # still reading from the store being replaced
@@ -290,6 +298,7 @@ def _to_zarr_that_fills_the_disk(real_to_zarr):
     return to_zarr
 
 
+@pytest.mark.slow
 def test_failing_write_leaves_no_target_and_no_temporary(tmp_path, monkeypatch):
     monkeypatch.setattr(xr.Dataset, "to_zarr", _to_zarr_that_fills_the_disk(xr.Dataset.to_zarr))
     target = tmp_path / "r.zarr"
@@ -299,6 +308,7 @@ def test_failing_write_leaves_no_target_and_no_temporary(tmp_path, monkeypatch):
     assert siblings(target) == []  # no temporary store, no lock
 
 
+@pytest.mark.slow
 def test_failing_overwrite_keeps_the_previous_store(tmp_path, monkeypatch):
     target = save(make_results(), tmp_path / "r.zarr")
     monkeypatch.setattr(xr.Dataset, "to_zarr", _to_zarr_that_fills_the_disk(xr.Dataset.to_zarr))
@@ -310,6 +320,7 @@ def test_failing_overwrite_keeps_the_previous_store(tmp_path, monkeypatch):
     assert_same_values(got, sanitise(make_results()).assign_attrs(MARKERS))
 
 
+@pytest.mark.slow
 def test_failed_swap_puts_the_previous_store_back(tmp_path, monkeypatch):
     target = save(make_results(), tmp_path / "r.zarr")
     real_rename = os.rename
@@ -369,6 +380,7 @@ def test_lock_creation_failure_is_a_store_error(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_open_incomplete_store(tmp_path):
     target = tmp_path / "r.zarr"
     write_incomplete(make_results(), target)
@@ -377,6 +389,7 @@ def test_open_incomplete_store(tmp_path):
         open_results(target)
 
 
+@pytest.mark.slow
 def test_open_other_schema_version(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
     meta_file = target / "zarr.json"
@@ -404,6 +417,7 @@ def test_open_zarr_store_that_is_not_pickscale(tmp_path):
         open_results(tmp_path / "other.zarr")
 
 
+@pytest.mark.slow
 def test_open_complete_store_without_version(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
     group = zarr.open_group(target, mode="r+", zarr_format=3)
@@ -412,6 +426,7 @@ def test_open_complete_store_without_version(tmp_path):
         open_results(target)
 
 
+@pytest.mark.slow
 def test_incomplete_store_can_be_overwritten(tmp_path):
     target = tmp_path / "r.zarr"
     write_incomplete(make_results(), target)
@@ -456,6 +471,7 @@ def test_concurrent_saves_one_wins_cleanly(tmp_path):
     assert siblings(target) == []
 
 
+@pytest.mark.slow
 def test_live_lock_refuses_and_dead_lock_is_taken_over(tmp_path):
     target = tmp_path / "r.zarr"
     lock = tmp_path / ".r.zarr.lock"
@@ -473,6 +489,7 @@ def test_live_lock_refuses_and_dead_lock_is_taken_over(tmp_path):
     assert not lock.exists()
 
 
+@pytest.mark.slow
 def test_cleanup_stale_removes_only_dead_siblings(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
     dead = dead_pid()
@@ -491,6 +508,7 @@ def test_cleanup_stale_removes_only_dead_siblings(tmp_path):
     assert cleanup_stale(target) == []
 
 
+@pytest.mark.slow
 def test_cleanup_stale_puts_back_a_store_moved_aside_by_a_dead_run(tmp_path):
     target = save(make_results(), tmp_path / "r.zarr")
     aside = tmp_path / f".r.zarr.old-{dead_pid()}-0123abcd"
@@ -501,6 +519,7 @@ def test_cleanup_stale_puts_back_a_store_moved_aside_by_a_dead_run(tmp_path):
     assert siblings(target) == []
 
 
+@pytest.mark.slow
 def test_save_removes_dead_temporary_siblings(tmp_path):
     target = tmp_path / "r.zarr"
     stale_tmp = tmp_path / f".r.zarr.tmp-{dead_pid()}-0123abcd"
@@ -509,6 +528,7 @@ def test_save_removes_dead_temporary_siblings(tmp_path):
     assert not stale_tmp.exists()
 
 
+@pytest.mark.slow
 def test_text_coordinates_have_one_type_however_the_results_are_had(tmp_path):
     """Issue 15: ``pickscale.score``, ``open_results`` and plain ``xr.open_zarr`` agree on the text type."""
     import pickscale

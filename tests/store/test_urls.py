@@ -93,6 +93,7 @@ def test_report_of_a_url_store_is_refused(cwd, capsys):
     assert_empty(cwd)
 
 
+@pytest.mark.slow
 def test_report_out_url_is_refused(local_store, cwd, capsys):
     before = sorted(os.listdir(local_store.parent))
     refused(["report", local_store, "--out", URL, "--no-figures"], capsys)
@@ -105,6 +106,7 @@ def test_extend_of_a_url_is_refused(inputs, cwd, capsys):
     assert_empty(cwd)
 
 
+@pytest.mark.slow
 def test_python_api_refuses_urls(local_store, cwd):
     ds = xr.Dataset({"n": ("x", [1])})
     calls = {
@@ -143,6 +145,7 @@ def test_file_urls_are_local_paths(tmp_path, cwd):
     assert_empty(cwd)
 
 
+@pytest.mark.slow
 def test_file_url_out_writes_the_local_folder(inputs, tmp_path, cwd, capsys):
     out = tmp_path / "out"
     code = main(["score", "--reference", str(inputs[0]), "--picks", str(inputs[1]), "--out", out.as_uri(),
