@@ -7,7 +7,7 @@ a picker run at a low floor, most picks noise with low confidences), one seed ea
 in one process, CPU time (``time.process_time``, best of 3, every station in each):
 
 - ``none``: no ``tols``;
-- ``before``: ``tols = [0.1, 0.25, 0.5, 1.0]`` through the former path (one full ``match_groups`` per
+- ``before``: ``tols = [0.1, 0.25, 0.5, 1.0]`` through the former path (one full ``match_streams`` per
   tolerance: both matchings, the duplicate test and the other-phase reach, of every pick above the floor);
 - ``after``: the same ``tols`` through today's ``_matched_at_tols`` (detection matching only, of the picks
   at or above the shared threshold, one candidate search for every tolerance).
@@ -30,24 +30,24 @@ from record import write_block
 
 from pickscale.kernel import score_station
 from pickscale.kernel import station as station_module
-from pickscale.kernel.groups import match_groups
+from pickscale.kernel.streams import match_streams
 from pickscale.options import Options
 
 TOLS = [0.1, 0.25, 0.5, 1.0]
 N_MODELS = 3
 
 
-def matched_at_tols_before(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_groups, options):
-    """``_matched_at_tols`` as it was before issue 27: one full :func:`match_groups` per tolerance."""
+def matched_at_tols_before(r_stream, r_time, p_stream, p_time, p_conf, lvl, *, n_streams, options):
+    """``_matched_at_tols`` as it was before issue 27: one full :func:`match_streams` per tolerance."""
     tols = options.tols_ns
-    out = np.zeros((n_groups, len(tols)), dtype=np.int64)
+    out = np.zeros((n_streams, len(tols)), dtype=np.int64)
     if not tols or p_time.size == 0 or r_time.size == 0:
         return out
-    surviving = station_module._at_shared(lvl, p_group, options)
+    surviving = station_module._at_shared(lvl, p_stream, options)
     for i, tol in enumerate(tols):
-        det = match_groups(r_group, r_time, p_group, p_time, p_conf, n_groups=n_groups,
+        det = match_streams(r_stream, r_time, p_stream, p_time, p_conf, n_streams=n_streams,
                            tol=tol, rtol=options.residual_tol_ns)[0]
-        out[:, i] = np.bincount(p_group[surviving & (det >= 0)], minlength=n_groups)
+        out[:, i] = np.bincount(p_stream[surviving & (det >= 0)], minlength=n_streams)
     return out
 
 
@@ -111,7 +111,7 @@ def main() -> None:
         "| run | CPU s (best of 3) | × no tols |",
         "|---|---:|---:|",
         f"| no `tols` | {none:.2f} | 1.00 |",
-        f"| `tols={TOLS}`, before (one `match_groups` per tol) | {out['before']:.2f} | {out['before'] / none:.2f} |",
+        f"| `tols={TOLS}`, before (one `match_streams` per tol) | {out['before']:.2f} | {out['before'] / none:.2f} |",
         f"| `tols={TOLS}`, after (`match_detections`) | {out['after']:.2f} | {out['after'] / none:.2f} |",
     ]
     head = (f"{out['stations']} stations, {out['picks']:,} picks, {out['arrivals']:,} arrivals, {N_MODELS} models, "

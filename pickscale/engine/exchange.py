@@ -4,7 +4,8 @@ Two ways, both ending in the same scoring (:func:`pickscale.engine.scoring.score
 and the same reduction tree, so they give identical results:
 
 - **shuffle** — the picks become a Dask DataFrame (one encoded frame per read
-  part, the scored arrivals alongside them) and Dask's shuffle moves it by the
+  part, the scored arrivals alongside them: :data:`EXCHANGE_COLUMNS`, and the
+  :data:`OPTIONAL_COLUMNS` a run needs) and Dask's shuffle moves it by the
   work partition (``method="p2p"`` on a distributed cluster: disk-backed
   buffers bound every worker's memory, whatever the number of picks).  Its
   graph grows like P + Q (read parts + work partitions).
@@ -17,6 +18,11 @@ is given a *label* that Dask's own hash sends to the output partition of the
 same number, so the plan's packing (which balances the picks) holds; the
 scoring does not rely on it — it scores whatever units arrive, with their
 arrivals, which travel with them.
+
+A pick travels with its *stream*, ``model index * 2 + phase``
+(:mod:`pickscale.kernel.streams`), an arrival with ``-1 - phase`` in the same
+column; SPEC §14's group of an arrival has its own column, ``arrival_group``,
+there only when the run has groups of arrivals (``group_by``).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ if TYPE_CHECKING:
     from .parts import PickPart
 
 __all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece", "split_part", "encode_for_plan",
-           "arrivals_frame", "exchange_meta", "EXCHANGE_COLUMNS"]
+           "arrivals_frame", "exchange_frame", "exchange_meta", "optional_columns", "EXCHANGE_COLUMNS",
+           "OPTIONAL_COLUMNS"]
 
 #: The direct exchange is used while (read parts) × (work partitions) is at most this.
 DIRECT_EDGES = 4096
@@ -56,7 +63,7 @@ def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:
 
 
 def _plan_codes(part: PickPart, plan: Any, cover: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows at scored stations — and inside the coverage — their work unit, their group = model index * 2 + phase)."""
+    """(rows at scored stations — and inside the coverage —, their work unit, their stream = model * 2 + phase)."""
     combos = part.combos[["dataset", "station", "model"]]
     codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
     skey_of = codes["skey"].to_numpy(np.float64)
@@ -68,9 +75,9 @@ def _plan_codes(part: PickPart, plan: Any, cover: Any = None) -> tuple[np.ndarra
         rows = np.flatnonzero(scored[part.combo] & _in_coverage(part, cover))
     combo = part.combo[rows]
     unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[rows])
-    group_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
-    group = (group_of[combo] + part.phase[rows]).astype(plan.group_dtype)
-    return rows, unit, group
+    stream_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
+    stream = (stream_of[combo] + part.phase[rows]).astype(plan.stream_dtype)
+    return rows, unit, stream
 
 
 def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...]:
@@ -80,12 +87,12 @@ def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...
     scoring task takes one piece of every part (see :mod:`pickscale.engine.exchange`).
     ``cover``: None, or (Coverage, the scope's kept cells): picks outside the coverage are dropped too.
     """
-    rows, unit, group = _plan_codes(part, plan, cover)
+    rows, unit, stream = _plan_codes(part, plan, cover)
     # One sort by (partition, unit): units are numbered so that this is one integer key.
     rank = plan.unit_rank[unit]
     order = np.argsort(rank)
     rank = rank[order]
-    rows, group = rows[order], group[order]
+    rows, stream = rows[order], stream[order]
     time_ns = part.time[rows]
     conf = part.conf[rows]
     bounds = np.searchsorted(rank, plan.part_rank_bounds)
@@ -94,53 +101,77 @@ def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...
         lo, hi = bounds[i], bounds[i + 1]
         ranks, counts = np.unique(rank[lo:hi], return_counts=True)
         pieces.append(Piece(units=plan.unit_of_rank[ranks], counts=counts.astype(np.int64),
-                            group=group[lo:hi].copy(), time=time_ns[lo:hi].copy(), conf=conf[lo:hi].copy()))
+                            stream=stream[lo:hi].copy(), time=time_ns[lo:hi].copy(), conf=conf[lo:hi].copy()))
     return tuple(pieces)
 
 
-#: Columns of the frame the shuffle exchange moves: picks and arrivals together, arrivals with a negative group.
-EXCHANGE_COLUMNS = ("label", "unit", "group", "time", "conf")
+#: Columns of the frame the shuffle exchange moves: picks and arrivals together, arrivals with a negative stream
+#: (``-1 - phase``) and conf 0.
+EXCHANGE_COLUMNS = ("label", "unit", "stream", "time", "conf")
+#: Columns that join the frame only when the run needs them (:func:`optional_columns`), after those: each
+#: arrival's group of arrivals (SPEC §14, with ``group_by``) and its event (SPEC §19, with events); a pick's is -1.
+OPTIONAL_COLUMNS = ("arrival_group", "event")
 
 
-def exchange_meta(conf_dtype: Any, group_dtype: Any) -> pd.DataFrame:
-    """The empty frame with the exchange's columns and dtypes (Dask's ``meta``)."""
-    return pd.DataFrame({"label": np.zeros(0, np.int32), "unit": np.zeros(0, np.int32),
-                         "group": np.zeros(0, group_dtype), "time": np.zeros(0, np.int64),
+def optional_columns(ref_codes: pd.DataFrame, options: Any) -> dict[str, np.dtype]:
+    """The :data:`OPTIONAL_COLUMNS` of this run's exchange frame and their dtypes: none by default.
+
+    ``arrival_group``: when the reference codes carry groups of arrivals (SPEC §14), the narrowest of
+    int8, int16 and int32 holding ``options.n_groups - 1`` (and a pick's -1): one byte a row up to 128 groups.
+    ``event``: when they carry events (SPEC §19), int16 while the codes allow, else int32.
+    """
+    columns: dict[str, np.dtype] = {}
+    if "arrival_group" in ref_codes:
+        most = max(int(options.n_groups) - 1, int(ref_codes["arrival_group"].max()) if len(ref_codes) else 0)
+        columns["arrival_group"] = next(np.dtype(t) for t in (np.int8, np.int16, np.int32)
+                                        if most <= np.iinfo(t).max)
+    if "event" in ref_codes:
+        most = int(ref_codes["event"].max()) if len(ref_codes) else 0
+        columns["event"] = np.dtype(np.int16 if most < np.iinfo(np.int16).max else np.int32)
+    return columns
+
+
+def exchange_meta(conf_dtype: Any, stream_dtype: Any, optional: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The empty frame with the exchange's columns and dtypes (Dask's ``meta``); ``optional``: the
+    :data:`OPTIONAL_COLUMNS` present and their dtypes (:func:`optional_columns`), none by default."""
+    meta = pd.DataFrame({"label": np.zeros(0, np.int32), "unit": np.zeros(0, np.int32),
+                         "stream": np.zeros(0, stream_dtype), "time": np.zeros(0, np.int64),
                          "conf": np.zeros(0, conf_dtype)})
+    for name, dtype in (optional or {}).items():
+        meta[name] = np.zeros(0, dtype)
+    return meta
 
 
 def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any,
-                    cover: Any = None, events: Any = None) -> pd.DataFrame:
+                    cover: Any = None, optional: dict[str, Any] | None = None) -> pd.DataFrame:
     """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition).
 
-    ``events`` (SPEC §19; a dtype, or None): the frame has an ``event`` column of that dtype, -1 for a pick
-    (the arrivals' event codes ride there).
+    ``optional`` (:func:`optional_columns`): the arrivals' columns the frame has besides
+    :data:`EXCHANGE_COLUMNS`, each -1 for a pick (a pick has no group of arrivals and no event).
     """
-    rows, unit, group = _plan_codes(part, plan, cover)
+    rows, unit, stream = _plan_codes(part, plan, cover)
     frame = pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
-                          "group": group, "time": part.time[rows],
+                          "stream": stream, "time": part.time[rows],
                           "conf": part.conf[rows].astype(conf_dtype, copy=False)})
-    if events is not None:
-        frame["event"] = np.full(len(frame), -1, events)
+    for name, dtype in (optional or {}).items():
+        frame[name] = np.full(len(frame), -1, dtype)
     return frame
 
 
-def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any) -> pd.DataFrame:
-    """Scored arrivals as rows of the exchange frame: group ``-1 - phase``, conf 0.
+def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any,
+                   optional: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Scored arrivals as rows of the exchange frame: stream ``-1 - phase``, conf 0 (an arrival has none).
 
-    With groups of arrivals (SPEC §14: ``ref_codes["group"]``), an arrival's
-    ``conf`` holds its group code instead (an arrival has no confidence; codes
-    below 2^24 are exact in float32).
+    ``optional`` (:func:`optional_columns`): each arrival's code in those columns, in their dtypes: its group
+    of arrivals (SPEC §14: ``ref_codes["arrival_group"]``) and its event (SPEC §19: ``ref_codes["event"]``).
     """
-    conf = (ref_codes["group"].to_numpy().astype(conf_dtype) if "group" in ref_codes
-            else np.zeros(len(ref_codes), conf_dtype))
     frame = pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
                           "unit": ref_codes["unit"].to_numpy(np.int32),
-                          "group": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.group_dtype),
+                          "stream": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.stream_dtype),
                           "time": ref_codes["time"].to_numpy(np.int64),
-                          "conf": conf})
-    if "event" in ref_codes:  # SPEC §19: each arrival's event code (-1: none)
-        frame["event"] = ref_codes["event"].to_numpy(np.int32)
+                          "conf": np.zeros(len(ref_codes), conf_dtype)})
+    for name, dtype in (optional or {}).items():
+        frame[name] = ref_codes[name].to_numpy().astype(dtype)  # (the reference codes' column of that name)
     return frame
 
 
@@ -189,8 +220,8 @@ def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pla
     bounds = np.searchsorted(part_of[order], np.arange(plan.n_parts + 1))
     del part_of
     # Each column put in partition order once; a partition's arrivals are views of it (one copy in all).
-    # group: SPEC §14; event: SPEC §19 (each only when the reference codes carry it)
-    dtypes = {"unit": np.int64, "phase": np.int8, "time": np.int64, "group": np.int32, "event": np.int32}
+    # arrival_group: SPEC §14; event: SPEC §19 (each only when the reference codes carry it)
+    dtypes = {"unit": np.int64, "phase": np.int8, "time": np.int64, "arrival_group": np.int32, "event": np.int32}
     columns = {name: ref_codes[name].to_numpy(dtype)[order] for name, dtype in dtypes.items() if name in ref_codes}
     del order
     tasks = []
@@ -200,26 +231,31 @@ def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_pla
     return tasks
 
 
-def shuffle(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
-            conf_dtype: Any, distributed: bool, cover: Any = None) -> list[Any]:
-    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
+def exchange_frame(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
+                   conf_dtype: Any, cover: Any = None) -> Any:
+    """The Dask DataFrame the shuffle exchange moves: every part's scored picks, then the scored arrivals.
+
+    Its columns are :data:`EXCHANGE_COLUMNS`, then the :data:`OPTIONAL_COLUMNS` the run has
+    (:func:`optional_columns`); ``label`` is the shuffle key of each row's work partition.
+    """
     import dask.dataframe as dd
 
     labels = labels_for(plan.n_parts)
-    meta = exchange_meta(conf_dtype, plan.group_dtype)
-    # SPEC §19: an event column joins the frame (picks: -1) only when events are on, as narrow as the codes allow
-    events = None
-    if "event" in ref_codes:
-        most = int(ref_codes["event"].max()) if len(ref_codes) else 0
-        events = np.dtype(np.int16 if most < np.iinfo(np.int16).max else np.int32)
-        meta = meta.assign(event=np.zeros(0, events))
-    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype, cover, events)
+    # SPEC §14's arrival_group and §19's event join the frame (picks: -1) only when the run has them, each as
+    # narrow as its codes allow: by default the frame is EXCHANGE_COLUMNS alone.
+    optional = optional_columns(ref_codes, options)
+    meta = exchange_meta(conf_dtype, plan.stream_dtype, optional)
+    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype, cover, optional)
                              for p in pick_parts], meta=meta, verify_meta=False)
-    arrivals = arrivals_frame(ref_codes, plan, labels, conf_dtype)
-    if events is not None:
-        arrivals["event"] = arrivals["event"].astype(events)
+    arrivals = arrivals_frame(ref_codes, plan, labels, conf_dtype, optional)
     n_arrival_parts = max(1, -(-len(arrivals) // _ARRIVALS_PER_PART))
-    frame = dd.concat([picks, dd.from_pandas(arrivals, npartitions=n_arrival_parts, sort=False)])
+    return dd.concat([picks, dd.from_pandas(arrivals, npartitions=n_arrival_parts, sort=False)])
+
+
+def shuffle(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
+            conf_dtype: Any, distributed: bool, cover: Any = None) -> list[Any]:
+    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
+    frame = exchange_frame(pick_parts, ref_codes, plan, shared_plan, options, conf_dtype=conf_dtype, cover=cover)
     moved = frame.shuffle(on="label", npartitions=plan.n_parts, ignore_index=True,
                           shuffle_method="p2p" if distributed else "tasks")
     return [delayed(score_shuffled)(part, shared_plan, options) for part in moved.to_delayed()]

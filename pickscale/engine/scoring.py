@@ -24,7 +24,7 @@ class Piece:
 
     units: np.ndarray  # int64: the work units present, ascending
     counts: np.ndarray  # int64: rows per unit
-    group: np.ndarray  # int8 or int16: model index * 2 + phase code
+    stream: np.ndarray  # int8, int16 or int32 (UnitPlan.stream_dtype): model index * 2 + phase code
     time: np.ndarray  # int64 ns
     conf: np.ndarray  # float32 or float64
 
@@ -36,14 +36,14 @@ def score_partition(reference: dict[str, np.ndarray], plan: Any, options: Option
     """Score the pieces of one work partition (the direct exchange); ``reference`` holds its arrivals."""
     pieces = tuple(p for p in pieces if len(p))
     # (unit, phase, time, group or None, event or None): SPEC §14's group and §19's event ride along when present.
-    arrivals = (reference["unit"], reference["phase"], reference["time"], reference.get("group"),
+    arrivals = (reference["unit"], reference["phase"], reference["time"], reference.get("arrival_group"),
                 reference.get("event"))
     if not pieces:
         return score_units([np.zeros(0, np.int64)] * 3 + [np.zeros(0, np.float64)], arrivals, plan, options)
     unit = np.concatenate([np.repeat(p.units, p.counts) for p in pieces])
     order = np.argsort(unit, kind="stable")
     # Built inside the call: score_units owns the only references and frees each column when done with it.
-    return score_units(_sorted_picks(order, unit, lambda: np.concatenate([p.group for p in pieces]),
+    return score_units(_sorted_picks(order, unit, lambda: np.concatenate([p.stream for p in pieces]),
                                      lambda: np.concatenate([p.time for p in pieces]),
                                      lambda: np.concatenate([p.conf.astype(np.float64, copy=False) for p in pieces])),
                        arrivals, plan, options)
@@ -51,25 +51,25 @@ def score_partition(reference: dict[str, np.ndarray], plan: Any, options: Option
 
 def score_shuffled(frame: pd.DataFrame, plan: Any, options: Options) -> Partial:
     """Score one output partition of the shuffle exchange: picks and arrivals arrive together."""
-    group = frame["group"].to_numpy()
-    pick = group >= 0
+    stream = frame["stream"].to_numpy()
+    pick = stream >= 0
     unit = frame["unit"].to_numpy(np.int64)
-    arrivals: tuple[np.ndarray | None, ...] = (unit[~pick], (-1 - group[~pick]).astype(np.int8),
+    arrivals: tuple[np.ndarray | None, ...] = (unit[~pick], (-1 - stream[~pick]).astype(np.int8),
                                                frame["time"].to_numpy(np.int64)[~pick])
-    # SPEC §14: an arrival's conf holds its group code (exchange.arrivals_frame)
-    arrivals += (frame["conf"].to_numpy()[~pick].astype(np.int32) if options.n_groups else None,)
-    # SPEC §19: the event code rides in its own column, there only when the run detects events
-    arrivals += (frame["event"].to_numpy()[~pick].astype(np.int64) if "event" in frame else None,)
+    # SPEC §14's group of arrivals and §19's event ride in their own columns, there only when the run has them
+    # (exchange.optional_columns); an arrival's conf is 0.
+    for name, dtype in (("arrival_group", np.int32), ("event", np.int64)):
+        arrivals += (frame[name].to_numpy()[~pick].astype(dtype) if name in frame else None,)
     rows = np.flatnonzero(pick)
     order = rows[np.argsort(unit[rows], kind="stable")]
-    picks = _sorted_picks(order, unit, lambda: group, lambda: frame["time"].to_numpy(np.int64),
+    picks = _sorted_picks(order, unit, lambda: stream, lambda: frame["time"].to_numpy(np.int64),
                           lambda: frame["conf"].to_numpy().astype(np.float64, copy=False))
     del order, rows
     return score_units(picks, arrivals, plan, options)
 
 
 def _sorted_picks(order: np.ndarray, unit: np.ndarray, *columns: Any) -> list[np.ndarray]:
-    """[unit, group, time, conf] taken in ``order``; each column is built (by its callable) only when taken,
+    """[unit, stream, time, conf] taken in ``order``; each column is built (by its callable) only when taken,
     so that one unsorted column at a time is alive beside the sorted ones (worker memory)."""
     out = [unit[order]]
     for make in columns:
@@ -82,17 +82,17 @@ def score_units(picks: list[np.ndarray], arrivals: tuple[np.ndarray | None, ...]
                 options: Options) -> Partial:
     """Score every work unit present among ``picks`` and ``arrivals``.
 
-    ``picks`` = [unit, group, time, conf], sorted by unit (stably), emptied here so that
+    ``picks`` = [unit, stream, time, conf], sorted by unit (stably), emptied here so that
     each column is freed when no longer needed; ``arrivals`` =
-    (unit, phase, time[, group[, event]]), any order (group: SPEC §14, with ``options.n_groups``; event:
-    SPEC §19, with ``options.n_event_levels``; either None when absent).
+    (unit, phase, time[, group[, event]]), any order (group: each arrival's group of arrivals, SPEC §14,
+    with ``options.n_groups``; event: SPEC §19, with ``options.n_event_levels``; either None when absent).
     Within a unit, row order does not matter: the kernel puts each unit's rows in its canonical
     order.  The fine curve is summed per dataset here rather than shipped per unit.
     """
-    p_unit, p_group, p_time, p_conf = picks
+    p_unit, p_stream, p_time, p_conf = picks
     picks.clear()
-    p_model, p_phase = p_group >> 1, p_group & 1
-    del p_group
+    p_model, p_phase = p_stream >> 1, p_stream & 1
+    del p_stream
     r_unit, r_phase, r_time = (np.asarray(a) for a in arrivals[:3])  # (never None: only group and event may be)
     r_order = np.argsort(r_unit, kind="stable")
     r_unit, r_phase, r_time = r_unit[r_order], r_phase[r_order], r_time[r_order]

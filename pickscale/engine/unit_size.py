@@ -35,7 +35,7 @@ MEMORY_ENV = "PICKSCALE_WORKER_MEMORY"
 def unit_bytes(picks: np.ndarray | int, n_models: np.ndarray | int, options: Options) -> np.ndarray:
     """Peak bytes to score one unit of ``picks`` picks of ``n_models`` models (an estimate, on the high side).
 
-    Besides the picks, each (model, phase) group carries its counts at every
+    Besides the picks, each (model, phase) stream carries its counts at every
     grid and fine threshold, in the result and once more as temporaries.
 
     Examples
@@ -43,9 +43,9 @@ def unit_bytes(picks: np.ndarray | int, n_models: np.ndarray | int, options: Opt
     >>> int(unit_bytes(1_000_000, 3, Options())) // 2**20
     244
     """
-    per_group = (4 * len(options.grid) + 2 * len(options.fine) + 120) * 8 * 3
+    per_stream = (4 * len(options.grid) + 2 * len(options.fine) + 120) * 8 * 3
     return (np.asarray(picks, dtype=np.int64) * BYTES_PER_PICK
-            + np.asarray(n_models, dtype=np.int64) * 2 * per_group)
+            + np.asarray(n_models, dtype=np.int64) * 2 * per_stream)
 
 
 def worker_budget(client: Any) -> tuple[int, str]:

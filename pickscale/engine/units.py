@@ -62,8 +62,8 @@ class UnitPlan:
         self.part_rank_bounds = np.searchsorted(self.unit_part[self.unit_of_rank], np.arange(self.n_parts + 1))
 
     @property
-    def group_dtype(self) -> type:
-        """The narrowest integer dtype for a pick's group code (model index * 2 + phase) under this plan."""
+    def stream_dtype(self) -> type:
+        """The narrowest integer dtype for a pick's stream code (model index * 2 + phase) under this plan."""
         most = int(self.stations["n_models"].max()) if len(self.stations) else 1
         for dtype in (np.int8, np.int16):
             if 2 * most < np.iinfo(dtype).max:
@@ -96,9 +96,9 @@ class UnitPlan:
         """Scored arrivals as (part, unit, phase, time) codes (rows at other stations left out, order kept).
 
         Works on the text columns' codes (``Categorical`` or factorized): no
-        per-row string, no merge.  ``group`` (one int32 code per reference row,
-        SPEC §14) adds a ``group`` column, ``event`` (one int32 event code per row, −1 for none; SPEC §19)
-        an ``event`` column.
+        per-row string, no merge.  ``group`` (one int32 code per reference row: its group of arrivals,
+        SPEC §14) adds an ``arrival_group`` column, ``event`` (one int32 event code per row, −1 for none;
+        SPEC §19) an ``event`` column (the exchange's columns of those names, :mod:`pickscale.engine.exchange`).
         """
         rows, skey = _station_rows(self.stations, reference)
         # The scope's reference is at scored stations only: every row, taken as it is (no copies per arrival).
@@ -119,7 +119,8 @@ class UnitPlan:
             "time": time_ns,
         })
         if group is not None:
-            codes["group"] = np.asarray(group, dtype=np.int32) if every else np.asarray(group, dtype=np.int32)[rows]
+            codes["arrival_group"] = (np.asarray(group, dtype=np.int32) if every
+                                      else np.asarray(group, dtype=np.int32)[rows])
         if event is not None:
             codes["event"] = np.asarray(event, dtype=np.int32) if every else np.asarray(event, dtype=np.int32)[rows]
         return codes

@@ -1,7 +1,7 @@
 """One station in, additive counts out, and how counts add up.
 
 - :mod:`~pickscale.kernel.matching`: SPEC §3's greedy matching, in vectorised rounds;
-- :mod:`~pickscale.kernel.groups`: every (model, phase) group of a station matched in one call;
+- :mod:`~pickscale.kernel.streams`: every (model, phase) stream of a station matched in one call;
 - :mod:`~pickscale.kernel.station`: :func:`score_station`, every SPEC §4–§7 count of one station;
 - :mod:`~pickscale.kernel.exact`: exact, order-free sums of confidences (fixed point in integer limbs);
 - :mod:`~pickscale.kernel.blocks`: cutting a busy station into time blocks that add up exactly;

@@ -83,12 +83,12 @@ def top_levels(universe: np.ndarray, event: np.ndarray, slot: np.ndarray, level:
     return out.reshape(universe.size, n_slots, k)
 
 
-def station_events(a_event: np.ndarray, a_phase: np.ndarray, r_event: np.ndarray, r_group: np.ndarray,
+def station_events(a_event: np.ndarray, a_phase: np.ndarray, r_event: np.ndarray, r_stream: np.ndarray,
                    r_level: np.ndarray, *, n_models: int, k: int) -> dict[str, np.ndarray]:
     """One station's event rows.
 
-    ``a_event``, ``a_phase``: each arrival's event code (−1: no event) and phase; ``r_event``, ``r_group``,
-    ``r_level``: per arrival repeated per model (the kernel's ``r`` arrays), its event, (model, phase) group
+    ``a_event``, ``a_phase``: each arrival's event code (−1: no event) and phase; ``r_event``, ``r_stream``,
+    ``r_level``: per arrival repeated per model (the kernel's ``r`` arrays), its event, (model, phase) stream
     and detection level.  Every event with an arrival here gets a row, matched or not (so an event counts
     wherever it has a scored arrival).
     """
@@ -99,7 +99,7 @@ def station_events(a_event: np.ndarray, a_phase: np.ndarray, r_event: np.ndarray
     e_rank = np.searchsorted(universe, a_event[has])
     n_ref = np.bincount(e_rank * 2 + a_phase[has], minlength=universe.size * 2).reshape(universe.size, 2)
     r_has = r_event >= 0
-    levels = top_levels(universe, r_event[r_has], r_group[r_has], r_level[r_has], n_slots=n_models * 2, k=k)
+    levels = top_levels(universe, r_event[r_has], r_stream[r_has], r_level[r_has], n_slots=n_models * 2, k=k)
     return rows_of(universe, n_ref, levels.reshape(universe.size, n_models, 2, k))
 
 

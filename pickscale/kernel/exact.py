@@ -52,41 +52,41 @@ def _run_sums(values: np.ndarray, keys: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _runs(conf: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Starts and lengths of the runs of equal (group, conf)."""
+def _runs(conf: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and lengths of the runs of equal (stream, conf)."""
     n = conf.size
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     change = np.empty(n, dtype=bool)
     change[0] = True
     np.not_equal(conf[1:], conf[:-1], out=change[1:])
-    change[1:] |= group[1:] != group[:-1]
+    change[1:] |= stream[1:] != stream[:-1]
     starts = np.flatnonzero(change)
     return starts, np.diff(np.r_[starts, n])
 
 
-def sums(conf, hit, group, cbin, n_groups: int):
-    """Exact integer sums for one station: per (group, bin) limbs of Σv, per group limb
+def sums(conf, hit, stream, cbin, n_streams: int):
+    """Exact integer sums for one station: per (stream, bin) limbs of Σv, per stream limb
     products of Σv² and limbs of Σv over hits — all in canonical form (see :func:`canonical`).
 
-    Equal confidences of a group form runs (the kernel's canonical order is
-    group, conf descending), so each distinct value is expanded once and
-    weighted by its count.  Each value of ``group`` and of ``cbin``
-    (= group · 10 + bin) must form one contiguous run.
+    Equal confidences of a stream form runs (the kernel's canonical order is
+    stream, conf descending), so each distinct value is expanded once and
+    weighted by its count.  Each value of ``stream`` and of ``cbin``
+    (= stream · 10 + bin) must form one contiguous run.
     """
     conf = np.asarray(conf, dtype=np.float64)
     hit = np.asarray(hit, dtype=bool)
-    starts, counts = _runs(conf, group)
+    starts, counts = _runs(conf, stream)
     v = fixed(conf[starts])
-    h_conf, h_group = conf[hit], group[hit]
-    h_starts, h_counts = _runs(h_conf, h_group)
+    h_conf, h_stream = conf[hit], stream[hit]
+    h_starts, h_counts = _runs(h_conf, h_stream)
     h_v = fixed(h_conf[h_starts])
     if conf.size < _SHORT_MAX_PICKS and not (v & _SHORT_LOW).any():
-        cal, square, hits = _short_sums(v, counts, cbin[starts], group[starts], h_v, h_counts,
-                                        h_group[h_starts], n_groups)
+        cal, square, hits = _short_sums(v, counts, cbin[starts], stream[starts], h_v, h_counts,
+                                        h_stream[h_starts], n_streams)
     else:
-        cal, square, hits = _limb_sums(v, counts, cbin[starts], group[starts], h_v, h_counts,
-                                       h_group[h_starts], n_groups)
+        cal, square, hits = _limb_sums(v, counts, cbin[starts], stream[starts], h_v, h_counts,
+                                       h_stream[h_starts], n_streams)
     return _limbs_of(cal), _digits_of(square), _limbs_of(hits)
 
 
@@ -100,27 +100,27 @@ _SHORT_MAX_PICKS = 1 << 28
 _HALF = 17
 
 
-def _short_sums(v, counts, cbin, group, h_v, h_counts, h_group, n_groups):
-    """Python-int totals (Σv per bin, Σv² per group, Σ_hit v per group) for short values."""
+def _short_sums(v, counts, cbin, stream, h_v, h_counts, h_stream, n_streams):
+    """Python-int totals (Σv per bin, Σv² per stream, Σ_hit v per stream) for short values."""
     w = v >> _SHORT_SHIFT
     a, b = w >> _HALF, w & ((1 << _HALF) - 1)
-    cal = _run_sums(w * counts, cbin, n_groups * 10).astype(object) << _SHORT_SHIFT
+    cal = _run_sums(w * counts, cbin, n_streams * 10).astype(object) << _SHORT_SHIFT
     # w² = a²·2**34 + 2ab·2**17 + b²;  v² = w²·2**58.
-    aa = _run_sums(a * a * counts, group, n_groups).astype(object)
-    ab = _run_sums(a * b * counts, group, n_groups).astype(object)
-    bb = _run_sums(b * b * counts, group, n_groups).astype(object)
+    aa = _run_sums(a * a * counts, stream, n_streams).astype(object)
+    ab = _run_sums(a * b * counts, stream, n_streams).astype(object)
+    bb = _run_sums(b * b * counts, stream, n_streams).astype(object)
     square = ((aa << (2 * _HALF)) + (ab << (_HALF + 1)) + bb) << (2 * _SHORT_SHIFT)
-    hits = _run_sums((h_v >> _SHORT_SHIFT) * h_counts, h_group, n_groups).astype(object) << _SHORT_SHIFT
+    hits = _run_sums((h_v >> _SHORT_SHIFT) * h_counts, h_stream, n_streams).astype(object) << _SHORT_SHIFT
     return cal, square, hits
 
 
-def _limb_sums(v, counts, cbin, group, h_v, h_counts, h_group, n_groups):
+def _limb_sums(v, counts, cbin, stream, h_v, h_counts, h_stream, n_streams):
     """The same totals for any values: v in four 16-bit limbs, products of limbs summed in int64."""
     limbs = _limbs(v)
-    cal = _as_int(_run_sums(limbs * counts[:, None], cbin, n_groups * 10))
+    cal = _as_int(_run_sums(limbs * counts[:, None], cbin, n_streams * 10))
     products = np.stack([limbs[:, i] * limbs[:, j] * counts for i, j in _PAIRS], axis=-1)
-    square = _square_int(_run_sums(products, group, n_groups))
-    hits = _as_int(_run_sums(_limbs(h_v) * h_counts[:, None], h_group, n_groups))
+    square = _square_int(_run_sums(products, stream, n_streams))
+    hits = _as_int(_run_sums(_limbs(h_v) * h_counts[:, None], h_stream, n_streams))
     return cal, square, hits
 
 

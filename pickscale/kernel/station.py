@@ -6,9 +6,10 @@ contributes to every count at every grid value at or below its confidence.
 So each per-threshold count is a reverse cumulative sum of a ``bincount`` over
 the pick's *level* — the number of grid values at or below its conf.
 
-All (model, phase) groups of a station are matched in one call
-(:mod:`pickscale.kernel.groups`), so no time of any group, however far from
-the others, can make a key wrap.
+All (model, phase) streams of a station (code ``model * 2 + phase``) are matched in one call
+(:mod:`pickscale.kernel.streams`), so no time of any stream, however far from
+the others, can make a key wrap.  A *group* is SPEC §14's alone: a group of arrivals
+(``arrival_group``; ``a_group`` per arrival, ``r_group`` per arrival repeated per model).
 
 Nothing here depends on the order of the input rows: picks are put into a
 canonical order first (model, phase, conf descending, time ascending), and
@@ -26,7 +27,7 @@ from . import exact
 from .bins import bin_index
 from .combine import finalize, merge, pair_order
 from .events import empty_rows, station_events
-from .groups import N_PHASES, match_detections, match_groups
+from .streams import N_PHASES, match_detections, match_streams
 
 __all__ = ["StationResult", "score_station", "merge_results", "level", "calibration_bin"]
 
@@ -131,23 +132,23 @@ def calibration_bin(conf: np.ndarray) -> np.ndarray:
     return np.minimum(np.floor(np.asarray(conf, dtype=np.float64) * 10.0), N_BINS - 1).astype(np.int64)
 
 
-def _survivor_counts(group: np.ndarray, lvl: np.ndarray, n_groups: int, n_levels: int, weights=None) -> np.ndarray:
-    """counts[g, k] = Σ weights over items of group g with level > k, for k < n_levels."""
-    flat = np.bincount(group * (n_levels + 1) + lvl, weights=weights, minlength=n_groups * (n_levels + 1))
-    per_level = flat.reshape(n_groups, n_levels + 1)
+def _survivor_counts(stream: np.ndarray, lvl: np.ndarray, n_streams: int, n_levels: int, weights=None) -> np.ndarray:
+    """counts[g, k] = Σ weights over items of stream g with level > k, for k < n_levels."""
+    flat = np.bincount(stream * (n_levels + 1) + lvl, weights=weights, minlength=n_streams * (n_levels + 1))
+    per_level = flat.reshape(n_streams, n_levels + 1)
     # Reverse cumulative sum: items at level L survive thresholds 0 … L-1.
     at_or_above = np.cumsum(per_level[:, ::-1], axis=1)[:, ::-1]
     return at_or_above[:, 1:].astype(np.int64)
 
 
-def _interval_counts(group: np.ndarray, start: np.ndarray, stop: np.ndarray, n_groups: int,
+def _interval_counts(stream: np.ndarray, start: np.ndarray, stop: np.ndarray, n_streams: int,
                      n_levels: int) -> np.ndarray:
-    """counts[g, k] = number of items of group g with start <= k < stop."""
+    """counts[g, k] = number of items of stream g with start <= k < stop."""
     keep = stop > start
     width = n_levels + 1
-    plus = np.bincount(group[keep] * width + start[keep], minlength=n_groups * width)
-    minus = np.bincount(group[keep] * width + stop[keep], minlength=n_groups * width)
-    return np.cumsum((plus - minus).reshape(n_groups, width), axis=1)[:, :n_levels].astype(np.int64)
+    plus = np.bincount(stream[keep] * width + start[keep], minlength=n_streams * width)
+    minus = np.bincount(stream[keep] * width + stop[keep], minlength=n_streams * width)
+    return np.cumsum((plus - minus).reshape(n_streams, width), axis=1)[:, :n_levels].astype(np.int64)
 
 
 def _as(a, dtype) -> np.ndarray:
@@ -206,7 +207,7 @@ def score_station(
     """
     grid, fine = options.grid, options.fine
     n_models = int(n_models)
-    n_groups = n_models * N_PHASES
+    n_streams = n_models * N_PHASES
     a_phase = _as(arrival_phase, np.int64)
     a_time = _as(arrival_time, np.int64)
     p_model = _as(pick_model, np.int64)
@@ -218,41 +219,41 @@ def score_station(
     above = p_conf >= options.floor
     if not above.all():  # (the engine's parts hold only picks at or above the floor: no copy then)
         p_model, p_phase, p_time, p_conf = p_model[above], p_phase[above], p_time[above], p_conf[above]
-    p_group = p_model * N_PHASES + p_phase
+    p_stream = p_model * N_PHASES + p_phase
     del above, p_model, p_phase  # memory: every full-size array is dropped as soon as it is used
 
-    # Canonical order: group, conf descending, time ascending.
-    order, conf_levels = canonical_order(p_group, p_conf, p_time, grid, fine)
-    p_group, p_time, p_conf = p_group[order], p_time[order], p_conf[order]
+    # Canonical order: stream, conf descending, time ascending.
+    order, conf_levels = canonical_order(p_stream, p_conf, p_time, grid, fine)
+    p_stream, p_time, p_conf = p_stream[order], p_time[order], p_conf[order]
     lvl, flvl = conf_levels[0][order], conf_levels[1][order]
     del order, conf_levels
 
-    # Arrivals repeated once per model: group (m, phase) sees the arrivals of its phase.
+    # Arrivals repeated once per model: stream (m, phase) sees the arrivals of its phase.
     a_order = np.lexsort((a_time, a_phase))
     a_phase, a_time = a_phase[a_order], a_time[a_order]
     a_group = _arrival_groups(arrival_group, a_order, options)
     n_reference = np.bincount(a_phase, minlength=N_PHASES).astype(np.int64)
-    r_group = (np.arange(n_models, dtype=np.int64)[:, None] * N_PHASES + a_phase[None, :]).ravel()
+    r_stream = (np.arange(n_models, dtype=np.int64)[:, None] * N_PHASES + a_phase[None, :]).ravel()
     r_time = np.tile(a_time, n_models)
-    r_order = np.lexsort((r_time, r_group))
-    r_group, r_time = r_group[r_order], r_time[r_order]
+    r_order = np.lexsort((r_time, r_stream))
+    r_stream, r_time = r_stream[r_order], r_time[r_order]
 
-    det, res, near, other_conf = match_groups(
-        r_group, r_time, p_group, p_time, p_conf, n_groups=n_groups,
+    det, res, near, other_conf = match_streams(
+        r_stream, r_time, p_stream, p_time, p_conf, n_streams=n_streams,
         tol=options.tol_ns, rtol=options.residual_tol_ns,
     )
-    out = _counts(p_group, p_conf, lvl, flvl, r_group, det, near, other_conf, n_groups=n_groups, options=options)
+    out = _counts(p_stream, p_conf, lvl, flvl, r_stream, det, near, other_conf, n_streams=n_streams, options=options)
     out["n_reference"] = n_reference
-    out.update(_over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, n_models=n_models, options=options))
-    r_agroup = np.tile(a_group, n_models)[r_order]
-    out.update(_by_group(a_phase, a_group, p_group, lvl, r_agroup, det, n_models=n_models, options=options))
-    out.update(_pairs(p_group, p_time, p_conf, r_time, res, r_agroup))
-    out["matched_at_tol"] = _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, n_groups=n_groups,
+    out.update(_over_time(a_phase, a_time, p_stream, p_time, lvl, r_time, det, n_models=n_models, options=options))
+    r_group = np.tile(a_group, n_models)[r_order]  # SPEC §14: each repeated arrival's group of arrivals
+    out.update(_by_group(a_phase, a_group, p_stream, lvl, r_group, det, n_models=n_models, options=options))
+    out.update(_pairs(p_stream, p_time, p_conf, r_time, res, r_group))
+    out["matched_at_tol"] = _matched_at_tols(r_stream, r_time, p_stream, p_time, p_conf, lvl, n_streams=n_streams,
                                              options=options)
-    out.update(_events(arrival_event, a_order, a_phase, r_order, r_group, det, lvl, n_models=n_models,
+    out.update(_events(arrival_event, a_order, a_phase, r_order, r_stream, det, lvl, n_models=n_models,
                        options=options))
     shape3 = (n_models, N_PHASES, -1)
-    out = {name: values.reshape(shape3) if name in _PER_GROUP else values for name, values in out.items()}
+    out = {name: values.reshape(shape3) if name in _PER_STREAM else values for name, values in out.items()}
     out["cal_conf_limbs"] = out["cal_conf_limbs"].reshape(n_models, N_PHASES, N_BINS, exact.N_LIMBS)
     out.update(finalize(out))
     return StationResult(**out)
@@ -274,8 +275,8 @@ def _narrow(levels: np.ndarray) -> np.ndarray:
     return levels.astype(np.int16) if levels.size and levels.max() < np.iinfo(np.int16).max else levels
 
 
-def canonical_order(group, conf, time, grid, fine):
-    """Order picks by (group, conf descending, time ascending); also their grid and fine levels.
+def canonical_order(stream, conf, time, grid, fine):
+    """Order picks by (stream, conf descending, time ascending); also their grid and fine levels.
 
     One unstable argsort on a composite integer key of dense ranks replaces a
     three-key ``lexsort`` (several times faster); picks with equal keys are
@@ -290,41 +291,41 @@ def canonical_order(group, conf, time, grid, fine):
     # Levels are a function of conf alone: compute them on the distinct values.
     # int16 (the grids are far shorter than 32,767): 2 bytes a pick instead of 8, the same values.
     levels = (_narrow(level(-c_values, grid))[c_rank], _narrow(level(-c_values, fine))[c_rank])
-    n_groups = int(group.max()) + 1
-    if n_groups * n_c * n_t < (1 << 62):
-        order = np.argsort((group * n_c + c_rank) * n_t + t_rank)
+    n_streams = int(stream.max()) + 1
+    if n_streams * n_c * n_t < (1 << 62):
+        order = np.argsort((stream * n_c + c_rank) * n_t + t_rank)
     else:
-        order = np.lexsort((time, -conf, group))
+        order = np.lexsort((time, -conf, stream))
     return order, levels
 
 
-# Fields computed with one row per (model, phase) group, then shaped (M, 2, ...).
-_PER_GROUP = ("emitted", "matched", "duplicates", "swapped", "fine_emitted", "fine_matched", "cal_n", "cal_hits",
-              "conf_sq_sums", "hit_conf_limbs", "matched_at_tol")
+# Fields computed with one row per (model, phase) stream, then shaped (M, 2, ...).
+_PER_STREAM = ("emitted", "matched", "duplicates", "swapped", "fine_emitted", "fine_matched", "cal_n", "cal_hits",
+               "conf_sq_sums", "hit_conf_limbs", "matched_at_tol")
 
 
-def _counts(p_group, p_conf, lvl, flvl, r_group, det, near, other_conf, *, n_groups: int,
+def _counts(p_stream, p_conf, lvl, flvl, r_stream, det, near, other_conf, *, n_streams: int,
             options: Options) -> dict[str, np.ndarray]:
-    """Every count of the picks (in canonical order) given both matchings, one row per group."""
+    """Every count of the picks (in canonical order) given both matchings, one row per stream."""
     grid, fine = options.grid, options.fine
     hit = det >= 0
     dup = ~hit & near
     # Swapped (SPEC §4): at θ, an arrival is swapped when its own-phase match is
     # below θ (or missing) and some other-phase pick within tol is at or above θ:
     # grid indices k with level(matched conf) <= k < level(best other conf).
-    matched_conf = np.full(r_group.size, -np.inf)
+    matched_conf = np.full(r_stream.size, -np.inf)
     matched_conf[det[hit]] = p_conf[hit]
 
-    cbin = p_group * N_BINS + calibration_bin(p_conf)
-    size = n_groups * N_BINS
-    cal_conf_limbs, conf_sq_sums, hit_conf_limbs = exact.sums(p_conf, hit, p_group, cbin, n_groups)
+    cbin = p_stream * N_BINS + calibration_bin(p_conf)
+    size = n_streams * N_BINS
+    cal_conf_limbs, conf_sq_sums, hit_conf_limbs = exact.sums(p_conf, hit, p_stream, cbin, n_streams)
     return {
-        "emitted": _survivor_counts(p_group, lvl, n_groups, grid.size),
-        "matched": _survivor_counts(p_group[hit], lvl[hit], n_groups, grid.size),
-        "duplicates": _survivor_counts(p_group[dup], lvl[dup], n_groups, grid.size),
-        "swapped": _interval_counts(r_group, level(matched_conf, grid), level(other_conf, grid), n_groups, grid.size),
-        "fine_emitted": _survivor_counts(p_group, flvl, n_groups, fine.size),
-        "fine_matched": _survivor_counts(p_group[hit], flvl[hit], n_groups, fine.size),
+        "emitted": _survivor_counts(p_stream, lvl, n_streams, grid.size),
+        "matched": _survivor_counts(p_stream[hit], lvl[hit], n_streams, grid.size),
+        "duplicates": _survivor_counts(p_stream[dup], lvl[dup], n_streams, grid.size),
+        "swapped": _interval_counts(r_stream, level(matched_conf, grid), level(other_conf, grid), n_streams, grid.size),
+        "fine_emitted": _survivor_counts(p_stream, flvl, n_streams, fine.size),
+        "fine_matched": _survivor_counts(p_stream[hit], flvl[hit], n_streams, fine.size),
         "cal_n": np.bincount(cbin, minlength=size).astype(np.int64),
         "cal_hits": np.bincount(cbin[hit], minlength=size).astype(np.int64),
         "cal_conf_limbs": cal_conf_limbs,
@@ -333,15 +334,15 @@ def _counts(p_group, p_conf, lvl, flvl, r_group, det, near, other_conf, *, n_gro
     }
 
 
-def _at_shared(lvl: np.ndarray, p_group: np.ndarray, options: Options) -> np.ndarray:
+def _at_shared(lvl: np.ndarray, p_stream: np.ndarray, options: Options) -> np.ndarray:
     """Which picks survive the shared threshold of their own phase (SPEC §2), from their grid levels."""
     ti = options.threshold_indices
     if ti[0] == ti[1]:
         return lvl > ti[0]
-    return lvl > ti[p_group % N_PHASES]
+    return lvl > ti[p_stream % N_PHASES]
 
 
-def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: int,
+def _over_time(a_phase, a_time, p_stream, p_time, lvl, r_time, det, *, n_models: int,
                options: Options) -> dict[str, np.ndarray]:
     """SPEC §10: counts per time bin at the shared threshold, from the same detection matching.
 
@@ -359,7 +360,7 @@ def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: 
                 "binned_n_reference": np.zeros((0, N_PHASES), np.int64),
                 "binned_emitted": np.zeros((0, n_models, N_PHASES), np.int64),
                 "binned_matched": np.zeros((0, n_models, N_PHASES), np.int64)}
-    surviving = _at_shared(lvl, p_group, options)  # conf >= the shared threshold (its phase's)
+    surviving = _at_shared(lvl, p_stream, options)  # conf >= the shared threshold (its phase's)
     hit = surviving & (det >= 0)
     a_bin = bin_index(a_time, edges)
     p_bin = bin_index(p_time[surviving], edges)
@@ -367,7 +368,7 @@ def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: 
     occupied, rank = np.unique(np.concatenate([a_bin, p_bin, m_bin]), return_inverse=True)
     rank = rank.reshape(-1)
     a_rank, p_rank, m_rank = np.split(rank, [a_bin.size, a_bin.size + p_bin.size])
-    n_groups = n_models * N_PHASES
+    n_streams = n_models * N_PHASES
     b = occupied.size
     # Every occupied bin has a nonzero count (it holds an arrival, an emitted or a matched pick): rows are
     # exactly the nonzero bins, so they do not depend on how the station was cut into time blocks.
@@ -376,41 +377,41 @@ def _over_time(a_phase, a_time, p_group, p_time, lvl, r_time, det, *, n_models: 
         "binned_bin": occupied.astype(np.int64),
         "binned_n_reference": np.bincount(a_rank * N_PHASES + a_phase, minlength=b * N_PHASES)
         .astype(np.int64).reshape(b, N_PHASES),
-        "binned_emitted": np.bincount(p_rank * n_groups + p_group[surviving], minlength=b * n_groups)
+        "binned_emitted": np.bincount(p_rank * n_streams + p_stream[surviving], minlength=b * n_streams)
         .astype(np.int64).reshape(b, n_models, N_PHASES),
-        "binned_matched": np.bincount(m_rank * n_groups + p_group[hit], minlength=b * n_groups)
+        "binned_matched": np.bincount(m_rank * n_streams + p_stream[hit], minlength=b * n_streams)
         .astype(np.int64).reshape(b, n_models, N_PHASES),
     }
 
 
-def _matched_at_tols(r_group, r_time, p_group, p_time, p_conf, lvl, *, n_groups: int,
+def _matched_at_tols(r_stream, r_time, p_stream, p_time, p_conf, lvl, *, n_streams: int,
                      options: Options) -> np.ndarray:
-    """SPEC §13: per group, the picks >= the shared threshold matched by the detection matching at each of ``tols``.
+    """SPEC §13: per stream, the picks >= the shared threshold matched by the detection matching at each of ``tols``.
 
     One SPEC §3 matching per tolerance (picks >= the floor, as at ``tol``), read at the shared threshold;
     at ``tol`` itself it is the run's own matching, so the count equals ``matched`` there.  Shape
-    (groups, L); (groups, 0) without ``tols``.
+    (streams, L); (streams, 0) without ``tols``.
 
-    Only the picks at or above the shared threshold are matched: within a group they come first in the
+    Only the picks at or above the shared threshold are matched: within a stream they come first in the
     confidence order (the threshold is its phase's, and equal confidences share a level), so SPEC §3's walk
     of just those picks is the walk of every pick restricted to them (§3, "one matching serves every
     threshold").  The detection matchings alone, one candidate search for every tolerance
-    (:func:`~pickscale.kernel.groups.match_detections`).
+    (:func:`~pickscale.kernel.streams.match_detections`).
     """
     tols = options.tols_ns
-    out = np.zeros((n_groups, len(tols)), dtype=np.int64)
+    out = np.zeros((n_streams, len(tols)), dtype=np.int64)
     if not tols or p_time.size == 0 or r_time.size == 0:
         return out
-    surviving = _at_shared(lvl, p_group, options)  # conf >= the shared threshold (its phase's)
-    if not surviving.all():  # canonical order is kept: index = priority rank within a group
-        p_group, p_time = p_group[surviving], p_time[surviving]
+    surviving = _at_shared(lvl, p_stream, options)  # conf >= the shared threshold (its phase's)
+    if not surviving.all():  # canonical order is kept: index = priority rank within a stream
+        p_stream, p_time = p_stream[surviving], p_time[surviving]
     # Each tol <= residual_tol (Options): the same reach as the run's own matching.
-    for i, det in enumerate(match_detections(r_group, r_time, p_group, p_time, n_groups=n_groups, tols=tols)):
-        out[:, i] = np.bincount(p_group[det >= 0], minlength=n_groups)
+    for i, det in enumerate(match_detections(r_stream, r_time, p_stream, p_time, n_streams=n_streams, tols=tols)):
+        out[:, i] = np.bincount(p_stream[det >= 0], minlength=n_streams)
     return out
 
 
-def _events(arrival_event, a_order, a_phase, r_order, r_group, det, lvl, *, n_models: int,
+def _events(arrival_event, a_order, a_phase, r_order, r_stream, det, lvl, *, n_models: int,
             options: Options) -> dict[str, np.ndarray]:
     """SPEC §19: the station's event rows, from the same detection matching (``tol``) as every count.
 
@@ -422,10 +423,10 @@ def _events(arrival_event, a_order, a_phase, r_order, r_group, det, lvl, *, n_mo
         return empty_rows()
     a_event = _as(arrival_event, np.int64)[a_order]
     r_event = np.tile(a_event, n_models)[r_order]
-    r_level = np.zeros(r_group.size, np.int64)
+    r_level = np.zeros(r_stream.size, np.int64)
     hit = det >= 0
     r_level[det[hit]] = lvl[hit]
-    return station_events(a_event, a_phase, r_event, r_group, r_level, n_models=n_models, k=k)
+    return station_events(a_event, a_phase, r_event, r_stream, r_level, n_models=n_models, k=k)
 
 
 def _arrival_groups(arrival_group, a_order: np.ndarray, options: Options) -> np.ndarray:
@@ -435,7 +436,7 @@ def _arrival_groups(arrival_group, a_order: np.ndarray, options: Options) -> np.
     return _as(arrival_group, np.int64)[a_order]
 
 
-def _by_group(a_phase, a_group, p_group, lvl, r_agroup, det, *, n_models: int,
+def _by_group(a_phase, a_group, p_stream, lvl, r_group, det, *, n_models: int,
               options: Options) -> dict[str, np.ndarray]:
     """SPEC §14: arrivals per (phase, group), and picks >= the shared threshold matched per group of their arrival.
 
@@ -445,26 +446,26 @@ def _by_group(a_phase, a_group, p_group, lvl, r_agroup, det, *, n_models: int,
     if n_groups == 0:
         return {"n_reference_by_group": np.zeros((N_PHASES, 0), np.int64),
                 "matched_by_group": np.zeros((n_models, N_PHASES, 0), np.int64)}
-    hit = _at_shared(lvl, p_group, options) & (det >= 0)
+    hit = _at_shared(lvl, p_stream, options) & (det >= 0)
     size = n_models * N_PHASES * n_groups
     return {
         "n_reference_by_group": np.bincount(a_phase * n_groups + a_group, minlength=N_PHASES * n_groups)
         .astype(np.int64).reshape(N_PHASES, n_groups),
-        "matched_by_group": np.bincount(p_group[hit] * n_groups + r_agroup[det[hit]], minlength=size)
+        "matched_by_group": np.bincount(p_stream[hit] * n_groups + r_group[det[hit]], minlength=size)
         .astype(np.int64).reshape(n_models, N_PHASES, n_groups),
     }
 
 
-def _pairs(p_group, p_time, p_conf, r_time, res, r_agroup) -> dict[str, np.ndarray]:
+def _pairs(p_stream, p_time, p_conf, r_time, res, r_group) -> dict[str, np.ndarray]:
     """The residual pairs, in canonical order (model, phase, residual, conf, group)."""
     paired = res >= 0
-    pg = p_group[paired]
+    ps = p_stream[paired]
     pairs = {
-        "pair_model": (pg // N_PHASES).astype(np.int32),
-        "pair_phase": (pg % N_PHASES).astype(np.int8),
+        "pair_model": (ps // N_PHASES).astype(np.int32),
+        "pair_phase": (ps % N_PHASES).astype(np.int8),
         "pair_residual_ns": (p_time[paired] - r_time[res[paired]]).astype(np.int64),
         "pair_conf": p_conf[paired],
-        "pair_group": r_agroup[res[paired]].astype(np.int32),
+        "pair_group": r_group[res[paired]].astype(np.int32),
     }
     order = pair_order(pairs)
     return {name: values[order] for name, values in pairs.items()}

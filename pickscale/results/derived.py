@@ -246,10 +246,10 @@ def pair_statistics_of(ds: xr.Dataset, options: Options) -> dict[str, dict[str, 
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
         if hi <= lo:
             continue
-        g = int(key[lo])
-        streams[(g // (nm * 2), (g // 2) % nm, g % 2)] = timing.pair_statistics(
+        k = int(key[lo])  # the stream: (dataset * models + model) * 2 + phase
+        streams[(k // (nm * 2), (k // 2) % nm, k % 2)] = timing.pair_statistics(
             residual_ns[lo:hi], conf[lo:hi], group[lo:hi], thresholds=options.grid, tol=options.tol,
-            threshold=options.threshold_of(g % 2), n_groups=ng)
+            threshold=options.threshold_of(k % 2), n_groups=ng)
     return timing.lay_out(streams, shape=(ds.sizes["dataset"], nm), n_thresholds=ds.sizes["threshold"],
                           n_groups=ng, grouped=grouped)
 

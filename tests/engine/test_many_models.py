@@ -1,7 +1,7 @@
-"""Issue 15, item 1: many models (one per training checkpoint) never overflow a model or group code.
+"""Issue 15, item 1: many models (one per training checkpoint) never overflow a model or stream code.
 
-A pick's group code is ``model index * 2 + phase``; its dtype follows the
-number of models (:attr:`pickscale.engine.units.UnitPlan.group_dtype`: int8 up to
+A pick's stream code is ``model index * 2 + phase``; its dtype follows the
+number of models (:attr:`pickscale.engine.units.UnitPlan.stream_dtype`: int8 up to
 63 models, int16 up to 16,383, else int32).  Here one station is scored end to
 end with model counts on both sides of each boundary (63 / 64: int8, 16,383 /
 16,384 / 16,385: int16, where ``2 · M`` crosses 32,767), by both exchanges, and
@@ -129,7 +129,7 @@ def test_int8_boundary(n_models, way):
 @pytest.mark.slow
 @pytest.mark.parametrize("way", ["direct", "shuffle"])
 # 16,385 models: the first whose codes (32,769) pass int16 — the count that broke before. The dtype chosen on
-# either side of the boundary is pinned by test_group_dtype_holds_every_code, which needs no scoring.
+# either side of the boundary is pinned by test_stream_dtype_holds_every_code, which needs no scoring.
 @pytest.mark.parametrize("n_models", [16_385])
 def test_int16_boundary(n_models, way):
     ref, picks = catalogue(n_models)
@@ -140,10 +140,10 @@ def test_int16_boundary(n_models, way):
 
 @pytest.mark.parametrize(("n_models", "dtype"), [(63, np.int8), (64, np.int16), (16_383, np.int16),
                                                  (16_384, np.int32), (17_000, np.int32)])
-def test_group_dtype_holds_every_code(n_models, dtype):
-    """The dtype holds the largest group code, ``2 · (M − 1) + 1``, and the arrivals' ``-1 − phase``."""
+def test_stream_dtype_holds_every_code(n_models, dtype):
+    """The dtype holds the largest stream code, ``2 · (M − 1) + 1``, and the arrivals' ``-1 − phase``."""
     plan = UnitPlan(stations=pd.DataFrame({"n_models": [1, n_models]}), keys=pd.DataFrame(), cuts={},
                     unit_station=np.zeros(1, np.int64), unit_part=np.zeros(1, np.int64))
-    assert plan.group_dtype is dtype
-    info = np.iinfo(plan.group_dtype)
+    assert plan.stream_dtype is dtype
+    info = np.iinfo(plan.stream_dtype)
     assert info.min <= -2 and 2 * (n_models - 1) + 1 <= info.max

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from pickscale.kernel import exact
 
 
-def _brute(conf, hit, group, cbin, n_groups):
-    """Σ conf per bin, Σ conf² per group, Σ_hit conf per group, with each conf as exact.fixed sees it."""
+def _brute(conf, hit, stream, cbin, n_streams):
+    """Σ conf per bin, Σ conf² per stream, Σ_hit conf per stream, with each conf as exact.fixed sees it."""
     v = [int(x) for x in exact.fixed(conf)]
-    cal = [Fraction(0)] * (n_groups * 10)
-    sq = [Fraction(0)] * n_groups
-    hits = [Fraction(0)] * n_groups
-    for vi, h, g, b in zip(v, hit, group, cbin):
+    cal = [Fraction(0)] * (n_streams * 10)
+    sq = [Fraction(0)] * n_streams
+    hits = [Fraction(0)] * n_streams
+    for vi, h, g, b in zip(v, hit, stream, cbin):
         cal[b] += vi
         sq[g] += vi * vi
         if h:
@@ -26,18 +26,18 @@ def _brute(conf, hit, group, cbin, n_groups):
     return cal, sq, hits
 
 
-def _inputs(draw_conf, n_groups, rng):
+def _inputs(draw_conf, n_streams, rng):
     n = len(draw_conf)
-    group = np.sort(rng.integers(0, n_groups, n))
+    stream = np.sort(rng.integers(0, n_streams, n))
     conf = np.asarray(draw_conf, dtype=np.float64)
-    # The kernel's order: group, then conf descending.
-    order = np.lexsort((-conf, group))
-    conf, group = conf[order], group[order]
-    cbin = group * 10 + np.minimum(np.floor(conf * 10), 9).astype(np.int64)
-    order = np.lexsort((-conf, cbin))  # bins within a group are contiguous runs too
-    conf, group, cbin = conf[order], group[order], cbin[order]
+    # The kernel's order: stream, then conf descending.
+    order = np.lexsort((-conf, stream))
+    conf, stream = conf[order], stream[order]
+    cbin = stream * 10 + np.minimum(np.floor(conf * 10), 9).astype(np.int64)
+    order = np.lexsort((-conf, cbin))  # bins within a stream are contiguous runs too
+    conf, stream, cbin = conf[order], stream[order], cbin[order]
     hit = rng.random(n) < 0.4
-    return conf, hit, group, cbin
+    return conf, hit, stream, cbin
 
 
 confs32 = st.lists(st.floats(0.03125, 1.0, width=32), min_size=0, max_size=60)
@@ -47,20 +47,20 @@ quantised = st.lists(st.sampled_from([0.02, 0.3, 0.5, 0.75, 1.0, 0.1 + 0.2]), mi
 
 @pytest.mark.slow
 @settings(max_examples=150)
-@given(values=st.one_of(confs32, confs64, quantised), n_groups=st.integers(1, 4), seed=st.integers(0, 2**16))
-def test_sums_are_exact_whichever_path_runs(values, n_groups, seed):
+@given(values=st.one_of(confs32, confs64, quantised), n_streams=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_sums_are_exact_whichever_path_runs(values, n_streams, seed):
     rng = np.random.default_rng(seed)
-    conf, hit, group, cbin = _inputs(values, n_groups, rng)
-    cal, sq, hits = exact.sums(conf, hit, group, cbin, n_groups)
-    want_cal, want_sq, want_hits = _brute(conf, hit, group, cbin, n_groups)
+    conf, hit, stream, cbin = _inputs(values, n_streams, rng)
+    cal, sq, hits = exact.sums(conf, hit, stream, cbin, n_streams)
+    want_cal, want_sq, want_hits = _brute(conf, hit, stream, cbin, n_streams)
     assert exact._as_int(cal).tolist() == [int(x) for x in want_cal]
     assert exact._square_int(sq).tolist() == [int(x) for x in want_sq]
     assert exact._as_int(hits).tolist() == [int(x) for x in want_hits]
     # Canonical: the other path gives the same integers, bit for bit.
-    starts, counts = exact._runs(conf, group)
-    h_starts, h_counts = exact._runs(conf[hit], group[hit])
-    args = (exact.fixed(conf[starts]), counts, cbin[starts], group[starts],
-            exact.fixed(conf[hit][h_starts]), h_counts, group[hit][h_starts], n_groups)
+    starts, counts = exact._runs(conf, stream)
+    h_starts, h_counts = exact._runs(conf[hit], stream[hit])
+    args = (exact.fixed(conf[starts]), counts, cbin[starts], stream[starts],
+            exact.fixed(conf[hit][h_starts]), h_counts, stream[hit][h_starts], n_streams)
     slow = exact._limb_sums(*args)
     assert np.array_equal(exact._limbs_of(slow[0]), cal)
     assert np.array_equal(exact._digits_of(slow[1]), sq)
@@ -71,7 +71,7 @@ def test_sums_are_exact_whichever_path_runs(values, n_groups, seed):
 
 def test_float32_confidences_take_the_short_path(monkeypatch):
     conf = np.sort((np.random.default_rng(1).random(1000) * 0.9 + 0.05).astype(np.float32).astype(np.float64))
-    group = np.zeros(conf.size, dtype=np.int64)
+    stream = np.zeros(conf.size, dtype=np.int64)
     cbin = np.minimum(np.floor(conf * 10), 9).astype(np.int64)
     order = np.lexsort((-conf, cbin))
     conf, cbin = conf[order], cbin[order]
@@ -83,10 +83,10 @@ def test_float32_confidences_take_the_short_path(monkeypatch):
         return limb_sums(*args)
 
     monkeypatch.setattr(exact, "_limb_sums", spy)
-    exact.sums(conf, np.zeros(conf.size, bool), group, cbin, 1)
+    exact.sums(conf, np.zeros(conf.size, bool), stream, cbin, 1)
     assert not called
     # float64 values with more bits take the limb path.
-    exact.sums(conf + 1e-12, np.zeros(conf.size, bool), group, cbin, 1)
+    exact.sums(conf + 1e-12, np.zeros(conf.size, bool), stream, cbin, 1)
     assert called
 
 

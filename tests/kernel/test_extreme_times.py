@@ -122,7 +122,7 @@ def test_times_at_the_ends_of_pandas_range_score(end):
 # --------------------------------------------------------------------------- kernel = brute force, any int64
 
 # Centres of the clusters of rows: the int64 limits, pandas' limits, the epoch, 2020, 1800, and anywhere; clusters
-# 2**59 … 2**61 apart make the kernel shift its groups apart in several batches, wider spans group by group.
+# 2**59 … 2**61 apart make the kernel shift its streams apart in several batches, wider spans stream by stream.
 EDGES = [I64.min, I64.max, PD_MIN, PD_MAX, 0, 1_577_836_800 * S, pd.Timestamp("1800-01-01").value,
          -(2**62), 2**62]
 GAPS = [2**59 + 2**58, 2**60, 2**61 - 2**40, 2**61, 2**62, 2**63, 2**64 - 1, 220 * 365 * 86_400 * S]

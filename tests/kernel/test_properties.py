@@ -100,7 +100,7 @@ def test_empty_sides_equal_brute_force():
 
 def test_wide_time_span_equals_brute_force():
     # One station with rows in 1970 and in 2043 (2**61 ns apart) and 3 models:
-    # the kernel cannot put all six (model, phase) groups on one int64 axis and
+    # the kernel cannot put all six (model, phase) streams on one int64 axis and
     # must split them; the answer must not change.
     s = 10**9
     far = 2**61

@@ -185,7 +185,7 @@ def test_residual_matching_is_separate_from_detection():
     assert r.pair_conf.tolist() == [0.9, 0.6, 0.2]
 
 
-def test_pairs_sorted_by_residual_then_conf_within_a_group():
+def test_pairs_sorted_by_residual_then_conf_within_a_stream():
     # Three P arrivals 10, 20, 30 and picks with residuals +0.3 (0.5), -0.2 (0.9),
     # +0.3 (0.4) -> sorted by residual, then conf: (-0.2, 0.9), (+0.3, 0.4), (+0.3, 0.5).
     o = Options(**SMALL)
