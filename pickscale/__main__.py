@@ -2,7 +2,7 @@
 
 import sys
 
-if __name__ == "__main__":  # not when a test collector imports the module
-    from .cli import main
+from .cli import main
 
+if __name__ == "__main__":  # not when a test collector imports the module
     sys.exit(main())

@@ -65,6 +65,7 @@ def _read(source: Any, *, label: str, drop_invalid: bool, station_key: str,
     """One pick set as SPEC §1's normalised frame, and the lines of what normalising it dropped."""
     import pandas as pd
 
+    # lazy: `import pickscale` (so `pickscale --help`, and a worker) imports this module; io/ brings pandas
     from .io import Normalised, normalise, read_raw, resolve_sources
     from .io.formats import as_frame
 
@@ -162,7 +163,7 @@ def _table(fa: pd.DataFrame, fb: pd.DataFrame, tol_ns: int) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    from .metrics.reproducibility import compare_counts
+    from .metrics.reproducibility import compare_counts  # lazy: `import pickscale` imports this module
     day_a = np.asarray(fa["time"], dtype=np.int64) // _DAY_NS  # floor division: a day before 1970 too
     day_b = np.asarray(fb["time"], dtype=np.int64) // _DAY_NS
     keys = pd.DataFrame({k: np.concatenate([fa[k].astype(object).to_numpy(), fb[k].astype(object).to_numpy()])

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OptionsError
+from .io.text import cut, quote  # what a message quotes from the file is cut short
 from .settings import study_keys, study_tables
 
 __all__ = ["load_config", "KEYS"]
@@ -42,8 +43,6 @@ def load_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     >>> load_config(f)[0]
     {'reference': 'ref.csv', 'tol': 0.25}
     """
-    from .io.text import cut, quote  # what a message quotes from the file is cut short
-
     p = Path(path)
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))

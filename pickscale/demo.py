@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .scope.grouping import group_codes, parse_group_by
+
 __all__ = ["catalogue", "write_inputs", "MODELS", "facts", "detectability", "expected_recall_by_group"]
 
 MODELS = ("late", "liberal", "sharp")
@@ -157,8 +159,6 @@ def expected_recall_by_group(group_by: str, seed: int = 2024) -> dict[str, float
     >>> {k: round(v, 2) for k, v in expected_recall_by_group("magnitude:1,2,3").items()}
     {'<1': 0.48, '[1,2)': 0.9, '[2,3)': 0.99, '>=3': 1.0}
     """
-    from .scope.grouping import group_codes, parse_group_by
-
     ref, _ = catalogue(seed)
     codes, labels = group_codes(parse_group_by(group_by), ref["magnitude"].to_numpy())
     p = detectability(ref["magnitude"].to_numpy(float))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .errors import OptionsError
+from .settings import SETTINGS, scoring_names
 
 __all__ = ["Options", "SharedThreshold", "PhaseThresholds", "default_grid", "fine_grid", "PHASES", "N_BINS",
            "MAX_TOL_S", "MAX_BUDGET", "MAX_THRESHOLDS"]
@@ -189,12 +190,15 @@ class Options:
         object.__setattr__(self, "budget", budget)
         object.__setattr__(self, "exhaustive", bool(self.exhaustive))
         if self.time_bin is not None:
+            # lazy: cycle options -> kernel (its __init__ imports kernel.station) -> options; and kernel/ brings
+            # pandas and pyarrow, which `pickscale --help` (its defaults are read from Options) must not load
             from .kernel.bins import check_time_bin
 
             object.__setattr__(self, "time_bin", check_time_bin(self.time_bin))
         if self.tols is not None:
             object.__setattr__(self, "tols", _checked_tols(self.tols, rtol))
         if self.group_by is not None:
+            # lazy: cycle options -> scope (its __init__ imports scope.placement) -> options; and scope/ brings io/
             from .scope.grouping import parse_group_by
 
             object.__setattr__(self, "group_by", str(parse_group_by(self.group_by)))
@@ -358,8 +362,6 @@ class Options:
         >>> Options.from_attrs(Options(threshold={"P": 0.5, "S": 0.3}).to_attrs()).threshold_of("P")
         0.5
         """
-        from .settings import SETTINGS, scoring_names
-
         out: dict[str, Any] = {}
         for name in scoring_names():
             value = self.grid if name == "thresholds" else getattr(self, name)
@@ -380,8 +382,6 @@ class Options:
     @classmethod
     def from_attrs(cls, attrs: dict[str, Any]) -> Options:
         """Inverse of :meth:`to_attrs` (an option a store does not name takes its default)."""
-        from .settings import scoring_names
-
         return cls(**{name: attrs[name] for name in scoring_names() if name in attrs}).with_group_labels(
             attrs.get("group_labels")).with_events(bool(attrs.get("events")))  # SPEC §19
 
@@ -606,7 +606,7 @@ def _checked_grid(values: Sequence[float], thresholds: tuple[float, ...]) -> np.
     try:
         grid = np.asarray([float(v) for v in values], dtype=np.float64)
     except (TypeError, ValueError):
-        from .io.text import quote_values
+        from .io.text import quote_values  # lazy: io/ brings pandas and pyarrow (not for `pickscale --help`)
 
         raise OptionsError(f"thresholds must be numbers; got [{quote_values(values)}].",
                            options=("thresholds",)) from None

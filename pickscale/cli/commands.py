@@ -10,10 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PickscaleError, StoreError
+from ..io import check_columns, resolve_sources
 from ..io.storage import using
+from ..options import Options
+from ..report.outputs import check_outputs, cleanup_output_temporaries
+from ..report.tables import tables
+from ..results.bootstrap import bootstrap
+from .compare import run_compare  # the body of `pickscale compare` (cli/compare.py)
 from .flow import Closing, RemoteFolder, is_remote_folder, out_folder, run_into, write_outputs
 from .predict import predict_command
-from .remote import run_into_remote
+from .remote import report_remote, run_into_remote
 from .runtime import command_client
 from .state import EXIT_OK
 from .study import ci_level, scoring_options, storage_of, study_of, where_to_run, whole_number
@@ -31,7 +37,7 @@ def run_into_out(out_dir: Path, **flow: Any) -> Any:
 
 def score_command(args: argparse.Namespace) -> int:
     """``pickscale score``: score the study's inputs into ``--out``."""
-    from ..engine import score, small_local_input
+    from ..engine import score, small_local_input  # lazy: engine/ brings Dask, for score, demo and extend only
 
     study = study_of(args)
     level = study.ci
@@ -57,8 +63,6 @@ def _with_ci(ds: Any, level: float | None) -> Any:
     """``--ci``: the bootstrap intervals of SPEC §12 (stored with the results); unchanged without it."""
     if level is None:
         return ds
-    from ..results.bootstrap import bootstrap
-
     return bootstrap(ds, level=level)
 
 
@@ -103,10 +107,9 @@ def closing_summary(ds: Any, out_dir: Path, seconds: float, *, figures: bool = T
 
 def demo_command(args: argparse.Namespace) -> int:
     """``pickscale demo``: the synthetic catalogue with known answers, scored, and what to see in it."""
+    # lazy: the demo's catalogue (and scope/, which it groups with) and engine/ (Dask) for `pickscale demo` only
     from ..demo import facts, write_inputs
     from ..engine import score
-    from ..options import Options
-    from ..report.tables import tables
 
     out_dir = out_folder(args.out)  # a URL is refused before any work
     options = scoring_options(args, {})
@@ -143,15 +146,12 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..report.outputs import check_outputs, cleanup_output_temporaries
-    from ..store import open_results
+    from ..store import open_results  # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
 
     level = ci_level(getattr(args, "ci", None))
     store = out_folder(args.store, what="results store")  # a URL is refused before any work
     given_out = out_folder(args.out) if args.out else None
     if is_remote_folder(store) or is_remote_folder(given_out):  # object storage (pickscale[cloud])
-        from .remote import report_remote
-
         report_remote(store, given_out, ci=lambda ds: _with_ci(ds, level), overwrite=args.overwrite,
                       fmt=args.format, figures=not args.no_figures, quiet=args.quiet, verbose=args.verbose)
         return EXIT_OK
@@ -170,8 +170,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def extend_command(args: argparse.Namespace) -> int:
     """``pickscale extend DIR``: the store in DIR extended by new inputs, its tables and figures rewritten."""
+    # lazy: engine/ brings Dask, for score, demo and extend only; store/ brings zarr (~0.4 s)
     from ..engine.extension import OPTION_NAMES, check_options, extended
-    from ..io import check_columns, resolve_sources
     from ..store import open_results, read_root_attrs
     from ..store.consistency import stored_options
 
@@ -199,7 +199,7 @@ def extend_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
 
     def produce(closing: Closing) -> Any:
-        from ..engine import small_local_input
+        from ..engine import small_local_input  # lazy: engine/ brings Dask, for score, demo and extend only
 
         # Every pair is merged: read a batch at a time and checked as it is read (extended's store=); the
         # stored timing readings, which the merged pairs give again, are not compared with them (SPEC §15).
@@ -226,8 +226,6 @@ COMMANDS["predict"] = predict_command  # SPEC §17; its body in cli/predict.py
 
 def compare_command(args: argparse.Namespace) -> int:
     """``pickscale compare A B``: two pick sets of one model compared per station-day (SPEC §18)."""
-    from .compare import run_compare  # its body in cli/compare.py
-
     return run_compare(args)
 
 

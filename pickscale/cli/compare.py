@@ -13,7 +13,9 @@ import os
 import sys
 from pathlib import Path
 
+from ..compare import compare, describe
 from ..errors import StoreError
+from ..report.tables import to_csv_bytes
 from .state import EXIT_OK
 
 __all__ = ["compare_target", "run_compare", "TABLE_NAME"]
@@ -34,6 +36,7 @@ def compare_target(out: str | None) -> Path:
     >>> compare_target(str(tmp / "diff.csv")).name
     'diff.csv'
     """
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store.paths import local_store_path
 
     if out is None:
@@ -46,9 +49,6 @@ def compare_target(out: str | None) -> Path:
 
 def run_compare(args: argparse.Namespace) -> int:
     """The command's body: check where to write, compare, write the table, say where the sets differ."""
-    from ..compare import compare, describe
-    from ..report.tables import to_csv_bytes
-
     target = compare_target(args.out)
     # Refused before anything is read: a long comparison must not end on a file it may not replace.
     if os.path.lexists(target) and (target.is_dir() or not args.overwrite):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..engine import progress  # (a module: its Stage is looked up when a stage starts)
 from ..errors import StoreError
 from ..report.outputs import check_outputs, cleanup_output_temporaries, write_report
 from .state import Run
@@ -36,6 +37,7 @@ def out_folder(location: Any, *, what: str = "--out") -> Path:
     A URL pickscale cannot write (``s3://bucket/run``) is refused here, before any work, as a StoreError
     naming it (:func:`pickscale.store.paths.local_store_path`); a ``file://`` URL becomes its path.
     """
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store.paths import local_store_path, url_scheme
     from ..store.remote import SCHEMES, check_remote, cloud_installed, is_remote
 
@@ -100,6 +102,7 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
     A :class:`RemoteFolder` (``--out URL``) has its own flow (:func:`pickscale.cli.remote.run_into_remote`;
     :func:`pickscale.cli.commands.run_into_out` chooses).
     """
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store import read_lazily, reserved, save
 
     if extend:
@@ -151,9 +154,7 @@ def _writing(quiet: bool, label: str = "writing (store, tables and figures)", to
     if quiet:
         yield _Silent()
         return
-    from ..engine.progress import Stage
-
-    with Stage(label, total) as stage:
+    with progress.Stage(label, total) as stage:
         yield stage
 
 
@@ -203,6 +204,7 @@ def check_target(out_dir: Path, overwrite: bool) -> None:
 
 def check_store(store: Path, overwrite: bool) -> None:
     """A store at ``store`` may be replaced only if it is pickscale's and ``overwrite`` is given."""
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store import is_pickscale_store
 
     if not os.path.lexists(store):
@@ -216,6 +218,7 @@ def check_store(store: Path, overwrite: bool) -> None:
 
 def check_extendable(store: Path) -> None:
     """``pickscale extend``: a complete pickscale store must be at ``store``."""
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store import is_pickscale_store
 
     if not os.path.lexists(store):
@@ -246,7 +249,7 @@ def _remove_if_empty(created: list[Path]) -> None:
 
 def _cleanup_stale(target: Path) -> None:
     """Remove what runs that died left next to the store, and say so."""
-    from ..store import cleanup_stale
+    from ..store import cleanup_stale  # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
 
     had_store = target.exists()
     removed = cleanup_stale(target)

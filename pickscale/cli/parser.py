@@ -77,7 +77,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {"float": float, "int": int, "floats
 
 
 def _defaults() -> dict[str, Any]:
-    from ..options import Options
+    from ..options import Options  # lazy: options brings numpy, which `import pickscale.cli` does not load
 
     return {f.name: f.default for f in dataclasses.fields(Options) if f.init}
 

@@ -30,7 +30,7 @@ def write_reference(frame: pd.DataFrame, out: Path, *, overwrite: bool = False) 
     station,phase,time,travel_time_s
     XX.A,P,1970-01-01T00:00:00.000001500Z,19.233675
     """
-    from ..prediction import iso_times
+    from ..prediction import iso_times  # lazy: prediction/ (and scope/, which it reads stations with): predict only
 
     if out.is_dir():
         raise InputError(f"--out {out} is a folder; give the CSV file to write.")
@@ -51,6 +51,7 @@ def write_reference(frame: pd.DataFrame, out: Path, *, overwrite: bool = False) 
 
 def predict_command(args: argparse.Namespace) -> int:
     """``pickscale predict``: first P and S per event and station from TauP, written to ``--out``."""
+    # lazy: prediction/ (and scope/, which it reads stations with) for `pickscale predict` only; store/ brings zarr
     from ..prediction import predict
     from ..store.paths import local_store_path
 

@@ -11,7 +11,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import StoreError
+from ..io.storage import current
+from ..report.outputs import (
+    OUTPUTS_MARKER,
+    check_outputs,
+    cleanup_output_temporaries,
+    output_names,
+    print_tables,
+    write_report,
+)
+from ..report.tables import tables
+from ..report.verdict import print_verdict
 from .flow import Closing, RemoteFolder, _writing, write_outputs
 
 __all__ = ["run_into_remote", "check_remote_outputs", "write_remote_outputs", "report_remote"]
@@ -26,6 +38,7 @@ def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[Cl
     fails -- a StoreError, exit 2, nothing of this run written -- if another run committed meanwhile; the
     tables, figures and ``pickscale-outputs.json`` (naming the store's version) are written beside it.
     """
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store import read_lazily
     from ..store.remote import reserved, save_remote
 
@@ -62,16 +75,12 @@ def _remote_fs(url: str) -> tuple[Any, str]:
     """The filesystem of a bucket folder, with the run's storage options (those of its inputs and store)."""
     import fsspec
 
-    from ..io.storage import current
-
     fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True, **current())
     return fs, root.rstrip("/")
 
 
 def check_remote_outputs(out: str, overwrite: bool) -> None:
     """Refuse, before any work, to replace files in the bucket that pickscale writes but did not write there."""
-    from ..report.outputs import OUTPUTS_MARKER, output_names
-
     if overwrite:
         return
     fs, root = _remote_fs(out)
@@ -97,10 +106,6 @@ def write_remote_outputs(ds: Any, out: str, version: str, *, fmt: str, figures: 
     """
     import json
     import tempfile
-
-    from .. import __version__
-    from ..report.outputs import OUTPUTS_MARKER, output_names, print_tables, write_report
-    from ..report.tables import tables
 
     fs, root = _remote_fs(out)
     try:
@@ -136,15 +141,13 @@ def write_remote_outputs(ds: Any, out: str, version: str, *, fmt: str, figures: 
             print_tables(tables(ds), bool(ds.attrs["options"]["exhaustive"]),
                          threshold=ds.attrs["options"]["threshold"])
         print(f"\nwrote {len(new)} table(s) and figure(s) to {out}")
-        from ..report.verdict import print_verdict
-
         print_verdict(ds)
 
 
 def report_remote(store: Any, out: Any, *, ci: Callable[[Any], Any], overwrite: bool, fmt: str, figures: bool,
                   quiet: bool, verbose: bool = False) -> None:
     """``pickscale report`` when the store or ``--out`` is on object storage (:class:`RemoteFolder`)."""
-    from ..report.outputs import check_outputs, cleanup_output_temporaries
+    # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
     from ..store import open_results
     from ..store.remote import open_remote_version
 

@@ -103,6 +103,7 @@ def command_client(workers: int | None, scheduler: str | None, closing: list | N
     small job with no scheduler named anywhere runs in this process on Dask's local scheduler (``None`` is
     yielded): starting worker processes would cost more than the job.
     """
+    # lazy: engine.cluster brings Dask (distributed when a cluster starts); `import pickscale.cli` imports this module
     from ..engine.cluster import cluster_client, scheduler_address, scheduler_target
 
     target = scheduler_target(scheduler, scheduler_file)

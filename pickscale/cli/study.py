@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engine.selection import parse_select_on
 from ..errors import OptionsError, PickscaleError
+from ..io import check_columns, resolve_sources
+from ..io.sources import has_magic, listed_suffixes
+from ..io.storage import parse_storage_options
+from ..options import Options
 from ..settings import scoring_names
+from .flow import out_folder
 
 __all__ = ["Study", "study_of", "scoring_options", "whole_number", "ci_level", "where_to_run", "storage_of"]
 
@@ -122,9 +128,7 @@ def where_to_run(args: argparse.Namespace, config: dict[str, Any] | None = None,
 
 
 def _out_folder(location: Any) -> Path:
-    from .flow import out_folder  # (a URL is refused here, before any work)
-
-    return out_folder(str(location))
+    return out_folder(str(location))  # (a URL is refused here, before any work)
 
 
 def _flag(args: argparse.Namespace, config: dict[str, Any], key: str, default: Any = None) -> Any:
@@ -139,8 +143,6 @@ def _names_a_file(source: Any) -> bool:
     anything else — a URL, or nothing found here — is listed by the check, whose message names the problem.
     """
     import glob
-
-    from ..io.sources import has_magic, listed_suffixes
 
     if not isinstance(source, str) or "://" in source:
         return False
@@ -159,24 +161,18 @@ def _select_on(value: Any) -> str | None:
     """``--select-on`` (or the study file's ``select_on``) checked before any work (SPEC §16); None without it."""
     if value is None:
         return None
-    from ..engine.selection import parse_select_on
-
     return parse_select_on(value).text
 
 
 def storage_of(args: Any, config: dict[str, Any]) -> dict[str, Any]:
     """``storage_options`` of the reading: the study file's, under the ``--storage-option`` flags."""
-    from ..io.storage import parse_storage_options
-
     options = parse_storage_options(getattr(args, "storage_option", None), given=config.get("storage_options"))
     return {"storage_options": options} if options else {}
 
 
 def study_of(args: argparse.Namespace) -> Study:
     """The :class:`Study` of ``pickscale score``'s arguments (and ``--config``), checked."""
-    from ..config import load_config
-    from ..io import check_columns, resolve_sources
-    from ..options import Options
+    from ..config import load_config  # lazy: config brings tomllib, for `pickscale score` alone
 
     config: dict[str, Any] = {}
     base = None

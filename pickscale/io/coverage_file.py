@@ -24,6 +24,7 @@ import pandas as pd
 from ..errors import InputError, OptionsError
 from .fields import parse_label, parse_station, station_key_of
 from .messages import N_EXAMPLES, ROWS_CONVENTION
+from .raw import read_raw
 from .times import parse_time
 
 __all__ = ["read_coverage", "COVERAGE_COLUMNS"]
@@ -67,8 +68,6 @@ def read_coverage(source: Any, *, station_key: str = "as-is") -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
         raw, name = source, "the coverage DataFrame"
     elif isinstance(source, (str, os.PathLike)):
-        from .raw import read_raw
-
         name = os.fspath(source)
         if not os.path.exists(name) and "://" not in name:
             raise InputError(f"coverage file {name} does not exist.")

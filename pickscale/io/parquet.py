@@ -29,6 +29,7 @@ from .candidates import MODEL_CANDIDATES_MAX, unused_text_candidates
 from .columns import ALIASES, COLUMNS, column_key
 from .messages import quote
 from .normalise import normalise
+from .storage import open_input
 
 __all__ = ["hive_columns", "folder_values", "with_folder_columns", "is_parquet", "read_projected",
            "read_projected_many", "row_group_ranges", "csv_to_parquet", "check_claims", "MAX_ROWS_PER_BYTE"]
@@ -89,8 +90,6 @@ def _canonical(name: str, role: str) -> str | None:
 
 def is_parquet(path: str) -> bool:
     """True when the file starts with Parquet's magic bytes (whatever its extension)."""
-    from .storage import open_input
-
     try:
         with open_input(path, "rb") as f:
             return f.read(4) == b"PAR1"
@@ -182,8 +181,6 @@ def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = No
     """The projected Arrow table of one file (text as dictionaries), the file's own column names, and
     the text columns left out that may name the model (picks without a model column; see ``_unused_text``).
     """
-    from .storage import open_input
-
     with open_input(path, "rb") as f:
         pf = pq.ParquetFile(f)
         check_claims(pf.metadata, _file_size(f), path)
@@ -331,8 +328,6 @@ def row_group_ranges(path: str, *, target_rows: int) -> list[tuple[tuple[int, in
     Returns ``[(row_groups or None, first_row), ...]``: ``None`` (the whole
     file) when it is small or has a single row group, which cannot be split.
     """
-    from .storage import open_input
-
     try:
         with open_input(path, "rb") as f:
             meta = pq.ParquetFile(f).metadata

@@ -12,6 +12,7 @@ from ..errors import InputError
 from .csv import CsvText, csv_text, read_csv_texts
 from .formats.reader import Probe
 from .formats.registry import file_reader_for, layout_for, named_reader
+from .parquet import folder_values, with_folder_columns
 from .sniff import SNIFF_BYTES, read_head
 from .storage import is_url, open_input
 
@@ -70,8 +71,6 @@ def read_raw(path: str, *, role: str | None = None) -> pd.DataFrame:
 
 
 def _with_folders(frame: pd.DataFrame, path: str, role: str) -> pd.DataFrame:
-    from .parquet import with_folder_columns
-
     return with_folder_columns(frame, path, role)
 
 
@@ -107,8 +106,6 @@ def read_raw_batch(paths: list[str], *, role: str) -> tuple[list[RawGroup], list
     file of a group whose text did not parse as the files would alone, and every file of a format whose
     reader does not batch (``batched``) or of a tool's own layout (:func:`~pickscale.io.formats.layout_for`).
     """
-    from .parquet import folder_values
-
     alone: list[int] = []
     groups: dict[tuple, list[tuple[int, CsvText, dict[str, str]]]] = {}
     for i, path in enumerate(paths):

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, cast
 import fsspec
 
 from ..errors import InputError
+from .storage import storage_error
 
 __all__ = ["COMPRESSION_SUFFIXES", "CSV_SUFFIXES", "PARQUET_SUFFIXES", "SOURCE_SUFFIXES", "SourceFile", "has_magic",
            "list_sources", "listed_suffixes", "resolve_sources", "suffix_list", "use_listed_suffixes"]
@@ -161,8 +162,6 @@ def list_sources(source: str | os.PathLike | Sequence[str | os.PathLike], *,
             for f in list_sources(item, storage_options=storage_options):
                 out.setdefault(f.path, f)
         return list(out.values())
-
-    from .storage import storage_error
 
     text = os.fspath(cast("str | os.PathLike", source))
     try:

@@ -23,7 +23,7 @@ from typing import Any
 
 import fsspec
 
-from ..errors import InputError
+from ..errors import InputError, OptionsError
 
 __all__ = ["ObjectStorageError", "open_input", "using", "prefetched", "storage_error", "is_url",
            "parse_storage_options"]
@@ -72,8 +72,6 @@ def parse_storage_options(items: Any, *, given: dict[str, Any] | None = None) ->
     ...                        "client_kwargs.region_name=eu-west-1"], given={"anon": False, "key": "K"})
     {'anon': True, 'key': 'K', 'endpoint_url': 'http://127.0.0.1:9000', 'client_kwargs': {'region_name': 'eu-west-1'}}
     """
-    from ..errors import OptionsError
-
     out: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in (given or {}).items()}
     for item in items or ():
         key, sep, text = str(item).partition("=")

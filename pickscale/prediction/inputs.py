@@ -23,8 +23,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..io import read_raw
+from ..io.formats.bulletins import _read_one, bulletin_files
+from ..io.formats.quakeml import _ns, _origin_of
 from ..io.messages import N_EXAMPLES
 from ..io.stationxml import checked_numbers, is_obspy_kind, is_station_source, read_station_xml, rows_of
+from ..io.times import parse_time
 from ..scope.grouping import read_stations
 
 __all__ = ["read_events", "read_station_coordinates", "is_station_source", "obspy_hint", "iso_times"]
@@ -84,14 +88,10 @@ def read_events(source: Any) -> pd.DataFrame:
     path = os.fspath(source)
     if "://" not in path and not os.path.exists(path):
         raise InputError(f"events file {path} does not exist.")
-    from ..io.formats.bulletins import _read_one, bulletin_files
-
     files = bulletin_files(path)
     if files:
         frames = [_catalog_events(_read_one(f), f) for f in files]
         return _check_events(pd.concat(frames, ignore_index=True), path)
-    from ..io import read_raw
-
     try:
         raw = read_raw(path)
     except InputError:
@@ -102,8 +102,6 @@ def read_events(source: Any) -> pd.DataFrame:
 
 
 def _table_events(raw: pd.DataFrame, where: str) -> pd.DataFrame:
-    from ..io.times import parse_time
-
     found = _lookup(raw)
     missing = [c for c in _EVENT_COLUMNS if c not in found]
     if missing:
@@ -166,8 +164,6 @@ def iso_times(ns: Any) -> np.ndarray:
 
 def _catalog_events(catalog: Any, where: str) -> pd.DataFrame:
     """One row per event of an ObsPy ``Catalog``: its preferred origin (else its only, else its first origin)."""
-    from ..io.formats.quakeml import _ns, _origin_of
-
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     for k, event in enumerate(getattr(catalog, "events", [])):

@@ -35,7 +35,16 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import StoreError
+from .names import (  # the names only: no matplotlib
+    EVENT_FIGURES,
+    FIGURES,
+    GROUP_FIGURES,
+    RATE_FIGURES,
+    TIME_BIN_FIGURES,
+    TOLERANCE_FIGURES,
+)
 from .tables import OPTIONAL_TABLES, PRINTED, PRINTED_COLUMNS, TABLE_NAMES, format_table, tables, write_tables
+from .verdict import print_verdict
 
 if TYPE_CHECKING:  # imported on use: `import pickscale` stays light
     import pandas as pd
@@ -60,15 +69,6 @@ _OUTPUTS_TMP = ".pickscale-outputs.tmp-"
 
 def output_names() -> list[str]:
     """Every file ``score``/``report`` may write or remove in an output folder, besides ``results.zarr``."""
-    from .names import (  # the names only: no matplotlib
-        EVENT_FIGURES,
-        FIGURES,
-        GROUP_FIGURES,
-        RATE_FIGURES,
-        TIME_BIN_FIGURES,
-        TOLERANCE_FIGURES,
-    )
-
     return ([f"{name}.csv" for name in (*TABLE_NAMES, *OPTIONAL_TABLES)]
             + [f"figures/{name}.{fmt}" for name in (*FIGURES, *TIME_BIN_FIGURES, *TOLERANCE_FIGURES, *GROUP_FIGURES,
                                                     *EVENT_FIGURES, *RATE_FIGURES)
@@ -79,6 +79,7 @@ def output_names() -> list[str]:
 def store_fingerprint(store: Path) -> str:
     """Identity of a results store: a hash of its root metadata (attributes with ``created``, options,
     inputs) and of its manifest; it survives copying the store, and differs for every new store."""
+    # lazy: store/ brings zarr; report/ is imported by every command and by pickscale.tables
     from ..store import MANIFEST
 
     h = hashlib.sha256()
@@ -182,6 +183,7 @@ def cleanup_output_temporaries(out_dir: Path) -> list[Path]:
     another host sharing ``out_dir`` is removed only once that lease has expired, one of this host once
     its pid no longer runs.
     """
+    # lazy: store/ brings zarr; report/ is imported by every command and by pickscale.tables
     from ..store import temporaries
 
     removed: list[Path] = []
@@ -211,7 +213,8 @@ def _commit_outputs(tmp: Path, out_dir: Path, new: list[str], store: Path | None
 
     Returns the names removed.
     """
-    from ..store.paths import fsync_dir  # (store/ brings xarray: loaded here, on writing only)
+    # lazy: store/ brings zarr; report/ is imported by every command and by pickscale.tables
+    from ..store.paths import fsync_dir
 
     owned = output_names()
     previous = [n for n in owned if n != OUTPUTS_MARKER and os.path.lexists(out_dir / n)]
@@ -246,6 +249,7 @@ def _store_created(store: Path | None) -> str | None:
     if store is None:
         return None
     try:
+        # lazy: store/ brings zarr; report/ is imported by every command and by pickscale.tables
         from ..store import read_root_attrs
 
         return read_root_attrs(Path(store)).get("created")
@@ -269,6 +273,7 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
     # With figures, the tables are computed while other processes draw (figures/processes.py; issue 27).
     frames: dict[str, pd.DataFrame] = {} if figures else tables(ds)
     out_dir.mkdir(parents=True, exist_ok=True)
+    # lazy: store/ brings zarr; report/ is imported by every command and by pickscale.tables
     from ..store import temporaries
 
     tmp = out_dir / f"{_OUTPUTS_TMP}{os.getpid()}-{secrets.token_hex(4)}"
@@ -298,6 +303,7 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
             import matplotlib
 
             matplotlib.use("Agg")
+            # lazy: matplotlib and the figures only when figures are drawn
             from .figures import save_figures
             from .figures.build import figure_names
 
@@ -318,8 +324,6 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         if removed:
             print(f"removed {_listing(removed)}: pickscale's files of an earlier run that this run did not "
                   "write again")
-        from .verdict import print_verdict
-
         print_verdict(ds)
 
 

@@ -28,10 +28,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..kernel.bins import iso_utc
 from ..metrics import detection
+from ..metrics.curves import best_on_edge
 from ..metrics.timing import ALONG, GROUP_NAMES, QUANTILE_NAMES, TIMING_NAMES
 from ..options import Options
+from ..results import metric_name
 from ..results.rates import pick_rates
+from ..results.selection import detection_columns
 
 if TYPE_CHECKING:  # xarray is imported on use: `import pickscale` stays light for Dask workers
     import xarray as xr
@@ -160,8 +164,6 @@ class _Reader:
     """The variables of one Dataset as the columns read them; each count's sum over stations made once."""
 
     def __init__(self, ds: xr.Dataset) -> None:
-        from ..results import metric_name
-
         self.ds, self.options = ds, _options(ds)
         self.lb: Callable[[str], str] = lambda name: metric_name(name, self.options.exhaustive)
         self._totals: dict[str, xr.DataArray] = {}
@@ -336,8 +338,6 @@ def model_differences(ds: xr.Dataset) -> pd.DataFrame:
 
 def _time_labels(ds: xr.Dataset) -> dict[str, tuple[str, list[str]]]:
     """``over_time.csv``'s ``time_bin``: each bin's start as ISO-8601 UTC (``2024-03-01T00:00:00Z``)."""
-    from ..kernel.bins import iso_utc
-
     return {"time_bin": ("time_bin", iso_utc(ds["time_bin"].values))}
 
 
@@ -352,8 +352,6 @@ def _groups_in_run_order(frame: pd.DataFrame, ds: xr.Dataset) -> pd.DataFrame:
 
 def _best_on_edge(ds: xr.Dataset) -> xr.DataArray:
     """SPEC §7's flag; a store written before it has none, and gets it from its best_threshold and grid."""
-    from ..metrics.curves import best_on_edge
-
     best = ds["best_threshold"]
     return best.copy(data=best_on_edge(ds["threshold"].values, best.values))
 
@@ -363,9 +361,7 @@ _FALLBACK: dict[str, Callable[[xr.Dataset], xr.DataArray]] = {"best_on_edge": _b
 
 
 def _select_on(columns: dict, ds: xr.Dataset, lb: Callable[[str], str]) -> dict:
-    from ..results.selection import detection_columns  # SPEC §16: only in results scored with select_on
-
-    return detection_columns(columns, ds, lb)
+    return detection_columns(columns, ds, lb)  # SPEC §16: only in results scored with select_on
 
 
 def _phase_quality(ds: xr.Dataset) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from ..kernel.combine import DENSE_BINNED
 from ..kernel.exact import N_LIMBS, N_PRODUCTS
 from ..options import N_BINS, PHASES, Options
 from .derived import derive
+from .events import lay_out_events
 from .rates import RATE_COUNTS, lay_out_rates
 from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, declared_dims, text
 
@@ -290,8 +291,6 @@ def assemble(
     if options.tols is not None:  # SPEC §13
         coords["tol"] = np.array(options.tols, dtype=np.float64)
     if options.events:  # SPEC §19
-        from .events import lay_out_events
-
         event_data, event_coords = lay_out_events([per_dataset[d].events for d in datasets],
                                                   [per_dataset[d].models for d in datasets], models, options)
         data.update(event_data)

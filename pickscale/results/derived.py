@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..errors import emit_warnings
 from ..metrics import curves, detection, timing
 from ..options import Options
 from .events import derive_events
+from .quality import grid_warnings, quality_flags
 from .rates import derive_rates
 from .registry import FAMILIES, REGISTRY, Derived, Input, lay_out
 from .variables import describe, metric_name
@@ -95,16 +97,12 @@ def derive(ds: xr.Dataset, *, options: Options,
         said = list(ds.attrs["warnings"])
         found = edge_warnings(result, options) + concentration_warnings(result, stats["mode"])
         if "grid" in stats:  # SPEC §5, "Residuals on a grid" (results.quality); the verdict reads the records
-            from .quality import grid_warnings, quality_flags
-
             # With windows, where the picks and arrivals sit in them decides (scope.placement).
             placement = dict(result.attrs.get("coverage") or {}).get("placement")
             found += grid_warnings(result, stats["grid"], placement)
             result.attrs["data_quality"] = quality_flags(result, stats["mode"], stats["grid"], placement)
         new = [w for w in found if w not in said]
         if new:
-            from ..errors import emit_warnings
-
             result.attrs["warnings"] = [*said, *new]
             emit_warnings(new)
     return result

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..kernel.events import LEVEL_DTYPE
+from ..kernel.events import LEVEL_DTYPE, merge_events, rows_of
 from ..metrics import events as metrics
 from ..options import Options
 from .variables import text
@@ -146,8 +146,6 @@ def merge_event_counts(a: EventCounts | None, b: EventCounts | None, *, models_a
     of each phase is taken (the sides' counts are equal wherever they scored the same stations).  Stores with
     groups are not extended, so there is no event group here.
     """
-    from ..kernel.events import merge_events, rows_of
-
     sides = [(c, ms) for c, ms in ((a, models_a), (b, models_b)) if c is not None and c.names]
     if not sides:
         return None

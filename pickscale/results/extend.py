@@ -47,6 +47,7 @@ from ..kernel.bins import bin_edges
 from ..kernel.combine import DENSE_BINNED
 from ..options import Options
 from .assembly import DatasetCounts, assemble, counts_from_stack
+from .events import events_of, merge_event_counts
 from .rates import merged_rates
 from .variables import STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
@@ -350,8 +351,6 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
         per_dataset[d] = merge_counts(a, b, options=options, starts_a=starts_a, starts_b=starts_b,
                                       same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b, dataset=d)
         if options.events:  # SPEC §19: the events merged by id (the K highest levels of both sides)
-            from .events import events_of, merge_event_counts
-
             per_dataset[d].events = merge_event_counts(
                 events_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))), events_of(new, d),
                 models_a=a.models, models_b=b.models, models=per_dataset[d].models, k=options.n_event_levels,

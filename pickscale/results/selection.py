@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import emit_warnings
 from ..metrics import curves
 from ..options import Options
 from .variables import Variable, metric_name
@@ -172,8 +173,6 @@ def attach(main: xr.Dataset, select: xr.Dataset, report: xr.Dataset, *, rule: st
     said = list(result.attrs.get("warnings", []))
     new = [m for m in _absent_warnings(absent, rule) if m not in said]
     if new:  # a NaN out-of-sample reading is said, not left to be read as a result (SPEC §16)
-        from ..errors import emit_warnings
-
         result.attrs["warnings"] = [*said, *new]
         emit_warnings(new)
     return result

@@ -36,6 +36,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, OptionsError
+from ..io import read_raw
+from ..io.fields import station_column
+from ..io.normalise import KEPT_COLUMN, kept_name
 from ..io.stationxml import is_station_source, read_station_xml
 from .distance import DISTANCE, arrival_distances, kept_columns
 
@@ -168,15 +171,11 @@ def read_stations(source: Any, *, station_key: str = "as-is") -> pd.DataFrame:
 
     Each (dataset, station) once; the station names as SPEC §1 normalises them.
     """
-    from ..io.fields import station_column
-
     if is_station_source(source):  # FDSN StationXML or an ObsPy Inventory: NET.STA with its coordinates
         source = read_station_xml(source)
     if isinstance(source, pd.DataFrame):
         frame, where = source.copy(), "the stations DataFrame"
     else:
-        from ..io import read_raw
-
         where = str(source)
         try:
             frame = read_raw(str(source), role="reference")
@@ -233,8 +232,6 @@ def reference_group_codes(reference: pd.DataFrame, spec: GroupSpec, *, stations:
     ``reference`` is the scope's reference (its ``group_value`` column holds the
     raw values of ``spec.column`` when the reference has it).
     """
-    from ..io.normalise import KEPT_COLUMN, kept_name
-
     if KEPT_COLUMN in reference:
         values = reference[KEPT_COLUMN].to_numpy(object)
     elif spec.is_distance:  # SPEC §14, "Epicentral distance": computed per arrival, in km

@@ -33,6 +33,8 @@ from pickscale.errors import StoreError
 from . import lease
 from .lease import pid_running
 from .paths import PathLike, check_parent, describe, local_store_path, sibling
+from .remote import check_remote, is_remote
+from .remote import reserved as remote_reserved
 
 __all__ = ["HELD", "reserved", "pid_running", "lock_path", "acquire_lock", "release_lock", "read_lock",
            "confirm_held"]
@@ -87,12 +89,7 @@ def reserved(path: PathLike) -> Iterator[pathlib.Path]:
     >>> sorted(p.name for p in target.parent.iterdir())
     ['results.zarr']
     """
-    from .remote import is_remote
-
     if is_remote(path):  # a store on object storage: a writer session, whose commit fails if another came first
-        from .remote import check_remote
-        from .remote import reserved as remote_reserved
-
         with remote_reserved(check_remote(os.fspath(path)), overwrite=True):
             yield os.fspath(path)  # type: ignore[misc]  # (a URL)
         return

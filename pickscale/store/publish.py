@@ -30,6 +30,7 @@ from .codec import sanitise
 from .locks import HELD, acquire_lock, confirm_held, release_lock
 from .manifest import write_manifest
 from .paths import PathLike, check_parent, check_replaceable, describe, fsync_dir, local_store_path, sibling
+from .remote import check_remote, is_remote, save_remote
 from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
 from .writing import write_dataset
 
@@ -111,11 +112,7 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False,
     >>> save(ds, target, overwrite=True).name
     'results.zarr'
     """
-    from .remote import is_remote
-
     if is_remote(path):
-        from .remote import check_remote, save_remote
-
         url = check_remote(os.fspath(path))
         save_remote(ds, url, overwrite=overwrite, storage_options=storage_options)
         return url

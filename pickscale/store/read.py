@@ -29,6 +29,7 @@ from .codec import dataset_from_files
 from .consistency import check_results
 from .manifest import MANIFEST, check_manifest
 from .paths import PathLike, describe, local_store_path, siblings
+from .remote import check_remote, is_remote, open_lazily, open_remote
 from .schema import check_pickscale_attrs, read_root_meta, root_attrs
 
 __all__ = ["open_results", "read_lazily"]
@@ -139,8 +140,6 @@ def open_results(path: PathLike, *, version: str | None = None,
     >>> res.residual.where(res.pair_model == 1, drop=True).values.round(3).tolist()
     [-0.2]
     """
-    from .remote import is_remote
-
     if is_remote(path) or version is not None:
         return _open_version(path, version, storage_options)
     store = local_store_path(path, what="results store")
@@ -165,8 +164,6 @@ def open_results(path: PathLike, *, version: str | None = None,
 
 def _open_version(path: PathLike, version: str | None, storage_options: dict[str, Any] | None) -> xr.Dataset:
     """A store on object storage (:mod:`.remote`), at its latest version or at ``version``."""
-    from .remote import check_remote, is_remote, open_remote
-
     if not is_remote(path):
         raise StoreError(f"results store {path}: a local store has one version; version= is for stores on "
                          "object storage (s3://…)")
@@ -283,11 +280,7 @@ def read_lazily(ds: xr.Dataset, path: PathLike, *, version: str | None = None,
     lazy = [name for name in ds.data_vars if type(ds[name].data).__module__.startswith("dask.")]
     if not lazy:
         return ds
-    from .remote import is_remote
-
     if is_remote(path):
-        from .remote import open_lazily
-
         if version is None:
             raise StoreError(f"results store {path}: read_lazily needs the version just saved")
         stored = open_lazily(os.fspath(path), version=version, storage_options=storage_options)

@@ -34,10 +34,16 @@ from typing import Any
 
 import xarray as xr
 
+from pickscale import __version__
 from pickscale.errors import StoreError
+from pickscale.io.storage import current
 
 from .buckets import SCHEMES, cloud_installed, extra_of, icechunk_storage, probe_options
+from .codec import _decoded_text, sanitise
+from .consistency import check_results
 from .paths import describe, url_scheme
+from .schema import COMPLETE, MARKERS, SCHEMA, SCHEMA_VERSION, VERSION, check_pickscale_attrs
+from .writing import write_dataset
 
 __all__ = ["SCHEMES", "is_remote", "cloud_installed", "check_remote", "RemoteStore", "reserve", "save_remote",
            "open_remote", "open_remote_version", "versions", "probe", "RESERVED"]
@@ -70,8 +76,6 @@ def check_remote(location: str, *, what: str = "results store") -> str:
 
 def _options(storage_options: dict[str, Any] | None) -> dict[str, Any]:
     """The storage options given, else the run's (:func:`pickscale.io.storage.using`)."""
-    from pickscale.io.storage import current
-
     return dict(storage_options) if storage_options is not None else current()
 
 
@@ -153,8 +157,6 @@ def _open_repo(url: str, *, create: bool, options: dict[str, Any]) -> Any:
 
 
 def _is_pickscale_attrs(attrs: dict[str, Any]) -> bool:
-    from .schema import MARKERS, VERSION
-
     return any(key in attrs for key in (VERSION, *MARKERS))
 
 
@@ -224,18 +226,12 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
     import icechunk
     import zarr
 
-    from .codec import sanitise
-    from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION, VERSION
-    from .writing import write_dataset
-
     url = check_remote(url)
     clean = sanitise(ds)
     writer = RESERVED.get(url) or reserve(url, overwrite=overwrite, storage_options=storage_options)
     if writer.exists and not overwrite:
         raise StoreError(f"results store {url} already exists; pass overwrite=True to save a new version of it")
     if VERSION not in clean.attrs:
-        from pickscale import __version__
-
         clean.attrs[VERSION] = __version__
     session = writer.session
     try:
@@ -276,10 +272,6 @@ def open_remote_version(url: str, *, version: str | None = None,
                         storage_options: dict[str, Any] | None = None) -> tuple[xr.Dataset, str]:
     """:func:`open_remote`, and the version read (its snapshot id)."""
     import icechunk
-
-    from .codec import _decoded_text
-    from .consistency import check_results
-    from .schema import check_pickscale_attrs
 
     url = check_remote(url)
     options = _options(storage_options)

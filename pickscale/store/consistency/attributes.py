@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import xarray as xr
 
 from pickscale.errors import PickscaleError
 
+from ...options import Options
 from .refusal import _bad_attribute
-
-if TYPE_CHECKING:
-    from ...options import Options
 
 
 def stored_options(store: pathlib.Path, attrs: Mapping[str, Any]) -> Options:
@@ -30,8 +28,6 @@ def stored_options(store: pathlib.Path, attrs: Mapping[str, Any]) -> Options:
     ...
     pickscale.errors.StoreError: results store r.zarr: attribute 'options' is missing: ...
     """
-    from ...options import Options
-
     given = attrs.get("options")
     if given is None:
         raise _bad_attribute(store, attrs, "options", "is missing: results record the options they were scored "

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from ...kernel import FIELDS, Kind
+from ...kernel.exact import LIMB_BITS, N_LIMBS, SCALE_BITS, brier_sum, conf_sum
+from ...results.variables import VARIABLES
 from .refusal import _refuse
 
 if TYPE_CHECKING:
@@ -29,9 +32,6 @@ def _on(ds: xr.Dataset, name: str, dims: Sequence[Hashable]) -> np.ndarray:
 
 
 def _check_counts(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None:
-    from ...kernel import FIELDS, Kind
-    from ...results.variables import VARIABLES
-
     integer = [str(name) for name in ds.data_vars
                if FIELDS.get(str(name)) in (Kind.COUNT, Kind.FINE, Kind.LIMBS, Kind.SQUARES)]
     for name in integer:
@@ -137,8 +137,6 @@ def _check_counts(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None
 
 def _check_exact_sums(store: pathlib.Path, ds: xr.Dataset) -> None:
     """``cal_conf`` and ``brier_sum`` are what their exact limbs give, rounded once (``kernel/combine.py``)."""
-    from ...kernel.exact import LIMB_BITS, N_LIMBS, SCALE_BITS, brier_sum
-
     cal_n = ds["cal_n"]
     n_all = cal_n.sum("bin")
     if not all(name in ds for name in ("cal_conf_limbs", "conf_sq_sums", "hit_conf_limbs")):
@@ -166,8 +164,6 @@ def _check_exact_sums(store: pathlib.Path, ds: xr.Dataset) -> None:
     lo = lv[..., 1] * (1 << LIMB_BITS) + lv[..., 0]
     want = (hi.astype(np.float64) * float(1 << 32) + lo.astype(np.float64)) / float(1 << SCALE_BITS)
     if big.any():
-        from ...kernel.exact import conf_sum
-
         want[big] = conf_sum(lv[big])
     dims = [d for d in limbs.dims if d != "limb"]
     have = ds["cal_conf"].transpose(*dims).values

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import pathlib
-from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 
+from ...kernel import FIELDS, Kind
+from ...kernel.rates import DAY_NS
+from ...options import N_BINS, PHASES, Options
+from ...results.assembly import _order
+from ...results.rates import RATE_RUNS
+from ...results.variables import RATE_COUNTS, RATE_VARIABLES, VARIABLES, declared_dims
 from .refusal import _bad_variable, _refuse
-
-if TYPE_CHECKING:
-    from ...options import Options
 
 
 def _count_names(options: Options) -> tuple[str, ...]:
     """The variables a run with ``options`` stores before deriving (what :func:`derive` reads)."""
-    from ...results.assembly import _order
-
     return _order(options)
 
 
@@ -47,10 +47,6 @@ def _labels(store: pathlib.Path, ds: xr.Dataset, name: str) -> None:
 
 
 def _check_layout(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None:
-    from ...kernel import FIELDS, Kind
-    from ...options import N_BINS, PHASES
-    from ...results.variables import VARIABLES, declared_dims
-
     for name in ("dataset", "model", "station"):
         _labels(store, ds, name)
     grid = np.asarray(options.grid, dtype=np.float64)
@@ -114,10 +110,6 @@ def _check_rates(store: pathlib.Path, ds: xr.Dataset) -> None:
     model, station, first day) and maximal (within a (dataset, model, station) none overlaps or touches the
     next); and the runs agreeing with ``rate_picks`` (a station-model with picks has a run, never more days
     than picks at the floor; every station a run)."""
-    from ...kernel.rates import DAY_NS
-    from ...results.rates import RATE_RUNS
-    from ...results.variables import RATE_COUNTS, RATE_VARIABLES
-
     layout = ("results hold the days with a pick as maximal runs of consecutive UTC days (rate_run_dataset, "
               "rate_run_model, rate_run_station, rate_run_first, rate_run_last; SPEC §20)")
     for name in sorted(str(v) for v in ds.variables):

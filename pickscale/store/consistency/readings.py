@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from ...results.bootstrap import DIFFERENCES, INTERVAL_METRICS
+from ...results.derived import derive, stored_statistics
+from ...results.variables import OPTIONAL_VARIABLES, RATE_COUNTS, metric_name
 from .layout import _count_names
 from .refusal import _bad_variable, _refuse
 
@@ -44,9 +47,6 @@ def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options, *, pai
     Without ``pairs`` (a store opened lazily: the pairs are read when used) the timing readings are taken as
     stored, and every other reading is compared.
     """
-    from ...results.derived import derive, stored_statistics
-    from ...results.variables import RATE_COUNTS
-
     # (SPEC §20's counts are optional: a store written before pick rates has none, nor their readings)
     names = [name for name in (*_count_names(options), *RATE_COUNTS) if name in ds.variables]
     counts = ds[names].copy(deep=False)
@@ -75,9 +75,6 @@ def _check_derived(store: pathlib.Path, ds: xr.Dataset, options: Options, *, pai
 
 def _check_intervals(store: pathlib.Path, ds: xr.Dataset, options: Options) -> None:
     """SPEC §12's intervals, which cannot be drawn again cheaply: what any interval of them must be."""
-    from ...results.bootstrap import DIFFERENCES, INTERVAL_METRICS
-    from ...results.variables import OPTIONAL_VARIABLES, metric_name
-
     lb = lambda name: metric_name(name, options.exhaustive)  # noqa: E731
     canonical = {lb(name): name for name in OPTIONAL_VARIABLES}
     metrics = [*INTERVAL_METRICS, "recall_at_budgets", *(f"{m}_diff" for m in DIFFERENCES)]
