@@ -27,16 +27,14 @@ there only when the run has groups of arrivals (``group_by``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from dask import delayed
 
+from .parts import PickPart, part_cells
 from .scoring import Piece, score_partition, score_shuffled
-
-if TYPE_CHECKING:
-    from .parts import PickPart
 
 __all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece", "split_part", "encode_for_plan",
            "arrivals_frame", "exchange_frame", "exchange_meta", "optional_columns", "EXCHANGE_COLUMNS",
@@ -50,8 +48,6 @@ _ARRIVALS_PER_PART = 1_000_000
 
 def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:
     """Per pick: inside its dataset's common coverage (``cover`` = (Coverage, the kept cells of the scope))."""
-    from .parts import part_cells
-
     coverage, keep = cover
     width = np.int64(coverage.n_cells + 1)
     combos = part.combos[["dataset", "station", "model"]].reset_index(names="combo")

@@ -27,6 +27,13 @@ import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..options import Options
+from ..results.bootstrap import bootstrap
+from ..results.derived import edge_warnings
+from ..results.extend import EXACT_FIELDS, merge_results
+from ..store import open_results, reserved, save
+from ..store.consistency import PairCheck, stored_options
+from ..store.paths import local_store_path
+from ..store.remote import is_remote
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
 from .extent import arrival_spans, facts_of, reference_digest
 from .pairs import PairColumns, is_current, streams_of
@@ -169,8 +176,6 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     Raises :class:`OptionsError`, :class:`InputError` or :class:`StoreError`
     when the extension is refused.
     """
-    from ..results.extend import EXACT_FIELDS, merge_results
-
     if "options" not in stored.attrs:
         raise StoreError("the store records no options: it is not pickscale results")
     arguments = check_keywords(stored.attrs, keywords)
@@ -212,8 +217,6 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     client = arguments.get("client")
     check = None
     if store is not None:
-        from ..store.consistency import PairCheck, stored_options
-
         check = PairCheck(store, stored, stored_options(store, stored.attrs))
     merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
                            streams=functools.partial(_streams, client=client if client is not None
@@ -222,8 +225,6 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
                                                      check=check))
     # A best threshold on the edge (SPEC §7) is a reading of the merged counts: the new part's own edges, scored
     # alone, are not the store's; the extension says the merged ones (what its summary prints).
-    from ..results.derived import edge_warnings
-
     options = Options.from_attrs(merged.attrs["options"])
     alone = set(edge_warnings(new, options))
     entry["warnings"] = [*(w for w in entry["warnings"] if w not in alone), *edge_warnings(merged, options)]
@@ -232,7 +233,6 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     merged.attrs["extensions"] = [*merged.attrs["extensions"][:-1], entry]
     if level is None:
         return merged
-    from ..results.bootstrap import bootstrap
 
     # The intervals are a reading of the merged counts (SPEC §12): drawn again, as one run with --ci draws them.
     return bootstrap(merged, level=level, draws=draws, seed=seed)
@@ -262,9 +262,6 @@ def store_path(path: Any) -> pathlib.Path:
 
     A URL pickscale cannot write is refused (:func:`pickscale.store.paths.local_store_path`).
     """
-    from ..store.paths import local_store_path
-    from ..store.remote import is_remote
-
     if is_remote(path):  # a store on object storage (pickscale[cloud]): the store's URL
         url = os.fspath(path).rstrip("/")
         return url if url.endswith(".zarr") else f"{url}/results.zarr"  # type: ignore[return-value]
@@ -330,8 +327,6 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, ci:
     >>> ds.model.values.tolist(), len(ds.attrs["extensions"])
     (['m', 'n'], 1)
     """
-    from ..store import open_results, reserved, save
-
     target = store_path(store)
     with reserved(target):
         # Every pair is merged: read a batch at a time and checked as it is read; the stored timing readings,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import OptionsError
+from ..kernel.bins import _offset, _step_ns
+from ..options import Options
 from ..settings import extension_treatment, scoring_names
 
 __all__ = ["KEYWORDS", "OPTION_NAMES", "check_options", "check_keywords", "bootstrap_settings"]
@@ -40,8 +42,6 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
     ...
     pickscale.errors.OptionsError: group_by 'magnitude:1,2' differs from the store's (none): ...
     """
-    from ..options import Options
-
     mine = Options.from_attrs(stored)
     if mine.group_by is not None:  # SPEC §14: the groups are decided from the whole reference of one run
         raise OptionsError(f"the store was scored with group_by {mine.group_by!r}: a store with groups of arrivals "
@@ -75,8 +75,6 @@ def check_options(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, An
 def _same_bins(a: Any, b: str | None) -> bool:
     """Whether two ``time_bin`` aliases cut time alike: ``"60min"`` and ``"1h"``, ``"1D"`` and ``"24h"`` (fixed
     lengths anchored at the epoch: equal lengths are equal bins), ``"MS"`` and ``"1MS"``."""
-    from ..kernel.bins import _offset, _step_ns
-
     if b is None or not isinstance(a, str):
         return False
     try:

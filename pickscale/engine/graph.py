@@ -17,6 +17,9 @@ import dask
 from dask import delayed
 
 from ..kernel import FAN_IN
+from .cluster import process_cpus
+from .progress import Stage
+from .workers import adaptive_of
 
 __all__ = ["scheduler", "n_workers", "compute", "persist", "tree_reduce", "persist_stage", "reduce_stage"]
 
@@ -37,15 +40,12 @@ def scheduler(client: Any) -> Any:
 def n_workers(client: Any) -> int:
     """Workers to plan for: the client's (at least 1; an adaptive cluster's ``maximum`` if finite and larger),
     or this process's CPUs (affinity, cgroups) without one."""
-    from .cluster import process_cpus
-
     if client is None:
         return process_cpus()
     try:
         present = max(1, len(client.scheduler_info().get("workers", {})))
     except Exception:  # an old or unusual client: partitioning is only a performance choice
         return process_cpus()
-    from .workers import adaptive_of
 
     maximum = getattr(adaptive_of(client), "maximum", None)  # what it may scale to, not what came yet
     return max(present, int(maximum)) if isinstance(maximum, int) and not isinstance(maximum, bool) else present
@@ -157,7 +157,6 @@ def persist_stage(tasks: Sequence[Any], client: Any, *, label: str, progress: bo
     """
     if not progress or not tasks:
         return persist(tasks, client)
-    from .progress import Stage
 
     with Stage(label, len(tasks)) as stage:
         if client is None:
@@ -194,8 +193,6 @@ def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, pro
             return tops
         from distributed import as_completed
 
-        from .progress import Stage
-
         with Stage(label, len(futures)) as stage:
             counting = as_completed(futures, loop=client.loop)
             del futures  # as_completed holds each future until it is counted; the tree holds what it needs
@@ -209,7 +206,6 @@ def reduce_stage(items: list[Any], combine: Any, client: Any, *, label: str, pro
     items.clear()
     if not progress or not keys:
         return list(dask.compute(*job, scheduler=_local()))
-    from .progress import Stage
 
     with Stage(label, len(keys)) as stage:
         with _Counting(keys, stage):

@@ -17,9 +17,11 @@ import pandas as pd
 from dask import delayed
 
 from ..errors import InputError
-from ..io import Normalised, normalise
+from ..io import Normalised, formats, normalise
 from ..io.formats.reader import SourceReader
-from ..io.sources import SourceFile, list_sources
+from ..io.parquet import row_group_ranges
+from ..io.sources import SourceFile, list_sources, listed_suffixes
+from ..io.storage import ObjectStorageError, using
 from .parts import Failure, read_files, read_frame, read_part, read_reference
 
 __all__ = ["Source", "load", "READ_ROWS"]
@@ -105,8 +107,6 @@ def _literal(batch: list[SourceFile]) -> Any:
 def _read_tasks(files: list[SourceFile], role: str, floor: float, reading: dict[str, Any]) -> list[Any]:
     if role == "reference":
         return [delayed(read_reference, pure=True)(_literal(batch), **reading) for batch in _batches(files)]
-    from ..io.parquet import row_group_ranges
-    from ..io.storage import using
 
     tasks = []
     for batch in _batches(files):
@@ -162,9 +162,6 @@ def _listing(source: Any, storage_options: dict[str, Any] | None) -> tuple[list[
     folder of QuakeML) is left to the readers (:func:`pickscale.io.formats.reader_for`); a storage failure is
     raised here.
     """
-    from ..io.sources import listed_suffixes
-    from ..io.storage import ObjectStorageError
-
     items = source if isinstance(source, (list, tuple)) else [source]
     if not items or not all(isinstance(s, (str, os.PathLike)) for s in items):
         return None, False, None
@@ -197,8 +194,6 @@ def load(source: Any, *, role: str, drop_invalid: bool = False, floor: float = 0
     (listing on the client, reading in the tasks; :mod:`pickscale.io.storage`).  Sizes come from the
     filesystem's listing, so objects are batched and split as local files are.
     """
-    from ..io import formats
-
     reading = {"drop_invalid": drop_invalid, "station_key": station_key, "columns": columns}
     if keep is not None and role == "reference":
         reading["keep"] = keep

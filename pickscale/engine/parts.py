@@ -23,8 +23,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..io import Normalised, normalise
+from ..io import Normalised, check_columns, join_failures, normalise, read_raw
 from ..io.normalise import kept_name
+from ..io.parquet import is_parquet, read_projected, read_projected_many
+from ..io.raw import read_raw_batch
+from ..io.storage import current, prefetched, storage_error, using
 from ..kernel.rates import PickRates, count_rates, merge_rates
 from ..options import PHASES
 from ..scope.placement import pick_offsets, summed_offsets
@@ -100,9 +103,6 @@ class PickPart:
 def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
          keep: str | tuple[str, ...] | None = None) -> pd.DataFrame:
     """One file as read: Parquet projected (text as dictionaries), anything else by ``read_raw``."""
-    from ..io import check_columns, read_raw
-    from ..io.parquet import is_parquet, read_projected
-
     if is_parquet(path):
         return read_projected(path, role=role, row_groups=row_groups,
                               columns=_with_kept(check_columns(columns), keep))
@@ -116,15 +116,11 @@ def _with_kept(columns: dict[str, str], keep: str | tuple[str, ...] | None) -> d
 
 
 def _joined(failures: list[Failure]) -> Failure:
-    from ..io import join_failures
-
     return Failure(join_failures([f.message for f in failures]))
 
 
 def _storage_failure(exc: Exception, path: str, storage_options: dict[str, Any] | None = None) -> Failure | None:
     """A storage failure behind ``exc`` (endpoint, credentials, access, bucket) as a Failure naming what to check."""
-    from ..io.storage import current, storage_error
-
     error = storage_error(exc, path, storage_options if storage_options is not None else current())
     return None if error is None else Failure(str(error), storage=True)
 
@@ -137,8 +133,6 @@ def read_part(path: str, *, drop_invalid: bool, floor: float, row_groups: tuple[
     ``storage_options`` go to fsspec for a URL (:mod:`pickscale.io.storage`); a storage failure (no endpoint,
     no credentials, access refused) comes back as a :class:`Failure` naming the setting to check.
     """
-    from ..io.storage import using
-
     try:
         with using(storage_options):
             return encode_picks(normalise(_raw(path, "picks", row_groups, columns), role="picks", source=path,
@@ -162,8 +156,6 @@ def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "
     value): a few bytes an arrival to gather, and the client's SPEC §2 scope
     works on the codes.  ``storage_options`` as in :func:`read_part`.
     """
-    from ..io.storage import prefetched, using
-
     with using(storage_options), prefetched(paths):
         return _read_reference(paths, drop_invalid=drop_invalid, station_key=station_key, columns=columns,
                                keep=keep)
@@ -172,8 +164,6 @@ def read_reference(paths: list[str], *, drop_invalid: bool, station_key: str = "
 def _read_reference(paths: list[str], *, drop_invalid: bool, station_key: str, columns: Any,
                     keep: str | tuple[str, ...] | None) -> Normalised | Failure:
     if len(paths) > 1:  # clean files of one schema: one table (see read_files)
-        from ..io import check_columns
-        from ..io.parquet import read_projected_many
 
         raw = read_projected_many(paths, role="reference", columns=_with_kept(check_columns(columns), keep))
         if raw is not None:
@@ -220,8 +210,6 @@ def _in_groups(paths: list[str], role: str, together: Any, alone: Any) -> list[A
     clean or a single file, which is then read alone: its message names the file and its rows (counted
     from the top of the file) as when it is read alone, and clean files are still read together.
     """
-    from ..io.raw import read_raw_batch
-
     groups, single = read_raw_batch(paths, role=role) if len(paths) > 1 else ([], list(range(len(paths))))
     results: list[tuple[int, Any]] = []
     pending = [(g.files, g.rows, g.frame) for g in groups]
@@ -258,8 +246,6 @@ def read_files(paths: list[str], *, drop_invalid: bool, floor: float, station_ke
     file's input errors are reported together, each as when the file is read alone (a storage failure
     once: the other files would fail alike).  ``storage_options`` as in :func:`read_part`.
     """
-    from ..io.storage import prefetched, using
-
     with using(storage_options), prefetched(paths):
         if len(paths) > 1:
             together = _read_together(paths, floor=floor, station_key=station_key, columns=columns)
@@ -297,9 +283,6 @@ def _read_together(paths: list[str], *, floor: float, station_key: str, columns:
     Only clean batches take this path: with an invalid row anywhere, the files
     are read one by one, so that the message names the file and its rows.
     """
-    from ..io import check_columns
-    from ..io.parquet import read_projected_many
-
     raw = read_projected_many(paths, role="picks", columns=check_columns(columns))
     if raw is None:
         return None

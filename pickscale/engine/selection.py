@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, OptionsError, PickscaleWarning
+from ..io import Normalised
+from .parts import PickPart
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -181,8 +183,6 @@ def _in_selection(dataset: Any, station: Any, chosen: Mapping[str, frozenset[str
 
 
 def _reference_part(part: Any, rule: Part) -> Any:
-    from ..io import Normalised
-
     if not isinstance(part, Normalised):  # a Failure: said as it is
         return part
     frame = part.frame
@@ -195,8 +195,6 @@ def _reference_part(part: Any, rule: Part) -> Any:
 
 
 def _pick_part(part: Any, rule: Part) -> Any:
-    from .parts import PickPart
-
     if not isinstance(part, PickPart):
         return part
     combos = part.combos
@@ -236,7 +234,8 @@ def score_out_of_sample(select_on: Any, reference: Any, picks: Any, keywords: Ke
     again (they are the whole run's, on fewer rows).  A part without an arrival in a dataset, or that cannot
     be scored, is an :class:`OptionsError` naming ``select_on``.
     """
-    # Lazy: the filters of this module run on the workers, which never import the run's stages (xarray).
+    # lazy: the filters of this module (_reference_part, _pick_part) run on the workers, which never import
+    # results/ or the run's stages (xarray)
     from ..results.selection import attach
     from .stages import execute, finalize, prepare
 

@@ -74,6 +74,7 @@ from .parts import Failure, PickPart, merge_outlines, outline, report_of
 from .provenance import attributes, rows_read
 from .unit_size import check_units
 from .units import UnitPlan, plan_units
+from .workers import check_workers
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -204,9 +205,6 @@ def prepare(reference: Any, picks: Any, keywords: Keywords, *, part: Restriction
     client = scheduler(keywords.client)
     install()  # xarray's check for Dask arrays, without importing dask.array (issue 27)
     if client is not None:
-        # Lazy: distributed is imported only for a run on a cluster (issue 27).
-        from .workers import check_workers
-
         # A scheduler without workers, or workers that cannot import pickscale, would wait forever:
         # say so within PICKSCALE_WORKER_TIMEOUT (30 s) instead.
         check_workers(client)

@@ -11,8 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionsError
+from ..errors import InputError, OptionsError
 from ..options import Options
+from ..scope.hints import iso
+from .cluster import process_cpus, process_memory
+from .exchange import _plan_codes
+from .graph import compute, tree_reduce
+from .parts import Failure
 from .units import UnitPlan
 
 __all__ = ["check_units", "check_unit_sizes", "worker_budget", "unit_bytes", "count_unit_picks", "add_counts",
@@ -83,7 +88,6 @@ def worker_budget(client: Any) -> tuple[int, str]:
         if per_thread:
             budget, limit, threads = min(per_thread)
             return int(budget), f"memory_limit {_size(limit)} / {threads} thread(s) of the smallest worker"
-    from .cluster import process_cpus
 
     threads = process_cpus()
     return int(machine / threads), f"this process's {_size(machine)} / {threads} core(s)"
@@ -91,8 +95,6 @@ def worker_budget(client: Any) -> tuple[int, str]:
 
 def _machine_memory() -> int:
     """The memory this process may use (cgroup limits respected: a batch job's, not the node's)."""
-    from .cluster import process_memory
-
     return process_memory()
 
 
@@ -115,8 +117,6 @@ def check_unit_sizes(plan: UnitPlan, options: Options, *, budget: int, source: s
     large: stations split in blocks whose picks all together exceed the limit
     (the caller counts them exactly and calls again).
     """
-    from ..errors import InputError
-
     stations = plan.stations
     n_models = stations["n_models"].to_numpy(np.int64)[plan.unit_station]
     allowed = int(budget * UNIT_SHARE)
@@ -135,8 +135,6 @@ def check_unit_sizes(plan: UnitPlan, options: Options, *, budget: int, source: s
         key = int(plan.unit_station[worst])
         row = stations.iloc[key]
         lo, hi = _unit_span(plan, key, worst - int(row["first_unit"]))
-        from ..scope.hints import iso
-
         others = f" (and {too_big.size - 1} more such unit(s))" if too_big.size > 1 else ""
         raise InputError(
             f"station {row['station']} (dataset {row['dataset']}): {int(unit_picks[worst]):,} picks of "
@@ -164,9 +162,6 @@ def _unit_span(plan: UnitPlan, key: int, block: int) -> tuple[int, int]:
 
 def count_unit_picks(part: Any, plan: UnitPlan) -> np.ndarray:
     """Picks per work unit in one read part (a task on the worker that holds it)."""
-    from .exchange import _plan_codes
-    from .parts import Failure
-
     n = int(plan.unit_station.size)
     if isinstance(part, Failure):
         return np.zeros(n, dtype=np.int64)
@@ -189,8 +184,6 @@ def check_units(plan: UnitPlan, options: Options, *, client: Any, pick_parts: li
     unsure = check_unit_sizes(plan, options, budget=budget, source=source)
     if unsure.size:
         from dask import delayed
-
-        from .graph import compute, tree_reduce
 
         shared = delayed(plan, pure=True)
         counted = compute([tree_reduce([delayed(count_unit_picks)(p, shared) for p in pick_parts], add_counts)],

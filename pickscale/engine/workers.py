@@ -55,6 +55,7 @@ def _make_probe() -> Callable[[], dict[str, Any]]:
 
         out: dict[str, Any] = {"python": sys.version.split()[0], "executable": sys.executable}
         try:
+            # lazy: the probe runs on a worker (sent by value), to find out whether it can import pickscale at all
             import pickscale
             import pickscale.engine.parts  # noqa: F401 - what the tasks need
             import pickscale.engine.scoring  # noqa: F401

@@ -227,7 +227,7 @@ def scored_edges(scope, pick_summary: pd.DataFrame, freq: str) -> np.ndarray:
 
 def _extremes(scope, pick_summary: pd.DataFrame, k: int = 3) -> str:
     """The scored times at both ends of the span (arrivals, and picks by dataset, station and model)."""
-    from ..io.messages import quote
+    from ..io.messages import quote  # lazy: kernel/ stays free of io/ (pyarrow, fsspec: ~0.4 s), for one message
 
     rows: list[tuple[int, str]] = []
     ref = scope.reference
