@@ -13,6 +13,11 @@ here).  Every doctest finds in its namespace:
 ``tmp``
     A fresh temporary folder (:class:`pathlib.Path`) of the example's own.
 
+The suite runs on every usable CPU (pytest-xdist, ``-n auto`` in pyproject.toml): as many test processes as
+``dask.system.CPU_COUNT`` (affinity and cgroup quotas; not the machine's core count, which psutil may give as
+physical cores only), each a module's tests together (``--dist loadscope``) so module fixtures are built once.
+``-n 0`` runs in one process.
+
 Matplotlib draws with the Agg backend (no display).  The demo is scored only when a doctest runs: the
 tests of ``tests/`` never pay for it.
 """
@@ -27,6 +32,13 @@ import pytest
 from _pytest.doctest import DoctestItem
 
 matplotlib.use("Agg")
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one test process per CPU this process may use (at least one)."""
+    from dask.system import CPU_COUNT  # only when xdist asks: a plain run never imports dask here
+
+    return max(1, int(CPU_COUNT))
+
 
 #: The options the doctests' demo results are scored with (the demo's defaults otherwise).
 DEMO_OPTIONS: dict[str, Any] = dict(time_bin="2h", tols=[0.1, 0.2, 0.5], group_by="magnitude:1,2,3")
