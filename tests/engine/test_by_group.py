@@ -6,20 +6,14 @@ import numpy as np
 import pytest
 
 import pickscale
-from tests.helpers.catalogues import plain_catalogue
+from tests.helpers.catalogues import plain_catalogue, with_magnitudes
 
 _GROUPED = ("n_reference_by_group", "matched_by_group", "pair_group")
 
 
 @pytest.fixture(scope="module")
 def inputs():
-    cat = plain_catalogue(7, n_stations=4, n_events=10)
-    ref = cat.reference.copy()
-    rng = np.random.default_rng(3)
-    mag = np.round(rng.uniform(-0.5, 4.5, len(ref)), 1).astype(object)
-    mag[rng.random(len(ref)) < 0.1] = None  # some arrivals without a magnitude: the group "missing"
-    ref["magnitude"] = mag
-    return ref, cat.picks
+    return with_magnitudes(plain_catalogue(7, n_stations=4, n_events=10), seed=3)
 
 
 @pytest.mark.slow

@@ -19,20 +19,14 @@ from pickscale.engine.run import run_keywords
 from pickscale.engine.stages import _conf_dtype, prepare
 from pickscale.options import Options
 from pickscale.scope.grouping import group_codes, parse_group_by
-from tests.helpers.catalogues import plain_catalogue
+from tests.helpers.catalogues import plain_catalogue, with_magnitudes
 
 GROUP_BY = "magnitude:0,1,2,3"
 
 
 @pytest.fixture(scope="module")
 def inputs():
-    cat = plain_catalogue(11, n_stations=3, n_events=8)
-    ref = cat.reference.copy()
-    rng = np.random.default_rng(5)
-    mag = np.round(rng.uniform(-0.5, 4.5, len(ref)), 1).astype(object)
-    mag[rng.random(len(ref)) < 0.1] = None  # the group "missing" too
-    ref["magnitude"] = mag
-    return ref, cat.picks
+    return with_magnitudes(plain_catalogue(11, n_stations=3, n_events=8), seed=5)
 
 
 def _frame(ref: pd.DataFrame, picks: pd.DataFrame, **keywords) -> tuple[pd.DataFrame, pd.Series, Any]:

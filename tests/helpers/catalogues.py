@@ -414,3 +414,14 @@ def plain_catalogue(seed: int = 5, *, n_datasets: int = 2, n_stations: int = 6, 
                "ref_time_ns": ref["time"].to_numpy(np.int64), "pick_time_ns": picks["time"].to_numpy(np.int64),
                "pick_conf": picks["conf"].to_numpy(np.float64)},
     )
+
+
+def with_magnitudes(cat: Catalogue, *, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(reference, picks) of ``cat`` with a ``magnitude`` column for SPEC §14's groups: uniform in [-0.5, 4.5]
+    to 0.1, and about one arrival in ten without one (the group "missing")."""
+    ref = cat.reference.copy()
+    rng = np.random.default_rng(seed)
+    mag = np.round(rng.uniform(-0.5, 4.5, len(ref)), 1).astype(object)
+    mag[rng.random(len(ref)) < 0.1] = None
+    ref["magnitude"] = mag
+    return ref, cat.picks

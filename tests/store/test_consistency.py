@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-import zarr
 
 import pickscale
 from pickscale.cli import main
 from pickscale.errors import PickscaleWarning, StoreError
 from pickscale.store import open_results, save
 from pickscale.store.manifest import write_manifest
+from tests.helpers.stores import edit_array
 
 REFERENCE = pd.DataFrame({
     "station": ["A", "A", "A", "B", "B", "B"],
@@ -66,12 +66,6 @@ def store(results, tmp_path) -> Path:
 # --------------------------------------------------------------------------
 
 
-def edit_array(store: Path, name: str, change: Callable[[np.ndarray], None]) -> None:
-    array = zarr.open_array(store / name, mode="r+", zarr_format=3)
-    values = array[...]
-    change(values)
-    array[...] = values
-    write_manifest(store)
 
 
 def edit_attrs(store: Path, change: Callable[[dict], None]) -> None:

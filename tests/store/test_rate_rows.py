@@ -19,6 +19,7 @@ from pickscale.results.rates import RATE_RUNS
 from pickscale.store import open_results, save
 from pickscale.store.consistency import check_results
 from pickscale.store.manifest import write_manifest
+from tests.helpers.stores import edit_array
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 REFERENCE = pd.DataFrame({"station": ["A", "B"], "phase": "P", "time": [T0 + pd.Timedelta(hours=h) for h in (1, 2)]})
@@ -43,12 +44,6 @@ def store(results, tmp_path) -> Path:
     return save(results, tmp_path / "results.zarr")
 
 
-def edit_array(store: Path, name: str, change: Callable[[np.ndarray], None]) -> None:
-    array = zarr.open_array(store / name, mode="r+", zarr_format=3)
-    values = array[...]
-    change(values)
-    array[...] = values
-    write_manifest(store)
 
 
 def edit_days(name: str, row: int, n: int) -> Callable[[Path], None]:
