@@ -46,7 +46,8 @@ drawing:
 :mod:`~pickscale.report.figures.selection`
     data selection shared by all: options, subsets, which models to show;
 :mod:`~pickscale.report.figures.style`
-    colours, line styles, the rc style, number formats, captions;
+    the layout of every figure (:func:`~.style.panel_grid`), colours, line styles, the rc style, number
+    formats, captions;
 :mod:`~pickscale.report.figures.build`
     :func:`figures` and :func:`save_figures`.
 

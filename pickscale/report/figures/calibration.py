@@ -20,7 +20,7 @@ from matplotlib.lines import Line2D
 from ...options import PHASES, SharedThreshold
 from ...results import metric_name
 from .selection import cap_models, is_present, n_reference, names_of, options_of, subsets
-from .style import MAX_MODELS, REF, caption, empty_note, fmt_theta, lb_label, model_colors, styled
+from .style import MAX_MODELS, REF, caption, empty_note, fmt_theta, lb_label, model_colors, panel_grid, styled
 
 __all__ = ["CalibrationLine", "CalibrationPanel", "CalibrationCurves", "calibration_curves", "wilson_interval",
            "reliability"]
@@ -196,8 +196,8 @@ def reliability(
 
     longest = max([len(m) for m in data.models] + [4])
     legend_w = 0.7 + 0.055 * longest
-    fig = Figure(figsize=(2 * (3.5 + legend_w) + 0.4, 1.2 + 3.6 * len(data.datasets)), layout="constrained")
-    axes = fig.subplots(len(data.datasets), 2, squeeze=False)
+    fig, axes = panel_grid(rows=len(data.datasets), cols=2, width=2 * (3.5 + legend_w) + 0.4, row_height=3.6,
+                           extra=1.2)
     for r, d in enumerate(data.datasets):
         for p, phase in enumerate(PHASES):
             ax = axes[r, p]

@@ -51,6 +51,7 @@ from .style import (
     model_handles,
     model_markers,
     model_styles,
+    panel_grid,
     styled,
 )
 
@@ -187,11 +188,11 @@ def recall_treatments(
     slot = axes_w / (len(dsets) + 0.2)
     stacked = 0.07 * max([len(d) for d in dsets] + [18]) <= 0.95 * slot
     legend_w = 1.0 + 0.065 * max([len(m) for m in data.models] + [22])
-    fig = Figure(figsize=(axes_w + legend_w, 6.4 + (0.6 if not stacked else 0)), layout="constrained")
+    # Not sharex: the tick labels carry each phase's own arrival count and budget.
+    fig, grid = panel_grid(rows=2, sharey=True, width=axes_w + legend_w, height=6.4 + (0.6 if not stacked else 0))
+    axes = grid[:, 0]
     bar_pt = 72 * axes_w * bar_w / (len(dsets) + 0.2)  # a bar's width in points
     dot = float(np.clip(0.55 * bar_pt, 3.5, 8.0))
-    # Not sharex: the tick labels carry each phase's own arrival count and budget.
-    axes = fig.subplots(2, 1, sharey=True)
     missing_dot = False
     for ax, phase in zip(axes, PHASES):
         missing_dot |= _recall_panel(ax, phase, data, colors, bar_w=bar_w, dot=dot, stacked=stacked)
@@ -432,9 +433,8 @@ def operating_curves(
     ap_legend_w = 0.9 + 0.06 * longest
     fig_legend_w = 1.1 + 0.065 * max(longest, 20)
     row_h = 3.1 if len(rows) <= 8 else 2.6
-    fig = Figure(figsize=(2 * 4.6 + ap_legend_w + fig_legend_w, 1.2 + row_h * max(len(rows), 1)),
-                 layout="constrained")
-    axes = fig.subplots(max(len(rows), 1), 2, squeeze=False)
+    fig, axes = panel_grid(rows=max(len(rows), 1), cols=2, width=2 * 4.6 + ap_legend_w + fig_legend_w,
+                           row_height=row_h, extra=1.2)
     if not rows:
         for ax in axes[0]:
             empty_note(ax, "no dataset with arrivals and a model")

@@ -100,10 +100,11 @@ def event_detection(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> F
     colors = model_colors(names_of(ds["model"].values))
     styles = model_styles(names_of(ds["model"].values))
     options = options_of(ds)
-    fig, axes, cols = panel_grid(len(panels), width=3.6, height=3.4, extra=0.6, per_row=4,
-                                 empty="no event with a scored arrival")
+    fig, axes = panel_grid(panels=len(panels), per_row=4, sharey=True, inner_labels=True, col_width=3.6,
+                           row_height=3.4, extra=0.6, empty="no event with a scored arrival")
+    cols = axes.shape[1]
     handles: dict[str, Line2D] = {}
-    for i, (panel, ax) in enumerate(zip(panels, axes)):
+    for i, (panel, ax) in enumerate(zip(panels, axes.flat)):
         for model, rate in panel.rate.items():
             (line,) = ax.plot(panel.thresholds, rate, color=colors[model], linestyle=styles[model], linewidth=1.2,
                               label=model)

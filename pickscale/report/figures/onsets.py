@@ -38,6 +38,7 @@ from .style import (
     legend_cols,
     model_colors,
     model_handles,
+    panel_grid,
     styled,
 )
 
@@ -168,8 +169,8 @@ def timing(
     colors = model_colors(names_of(ds.model.values))
     rows = data.rows
     y = {row: -i for i, row in enumerate(rows)}
-    fig = Figure(figsize=(12.5, 1.7 + 0.25 * len(rows)), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
+    fig, grid = panel_grid(cols=2, sharey=True, width=12.5, height=1.7 + 0.25 * len(rows))
+    axes = grid[0]
     shown: list[str] = []
     for ax, phase in zip(axes, PHASES):
         _timing_panel(ax, phase, data, y, colors, shown)
@@ -416,8 +417,7 @@ def residuals(
     colors = model_colors(names_of(ds.model.values))
     rows, edges, tol = data.models, data.edges, data.tol
     n_rows = max(len(rows), 1)
-    fig = Figure(figsize=(10.5, 1.5 + 1.6 * n_rows), layout="constrained")
-    axes = fig.subplots(n_rows, 2, sharex=True, squeeze=False)
+    fig, axes = panel_grid(rows=n_rows, cols=2, sharex=True, width=10.5, row_height=1.6, extra=1.5)
     if not rows:
         for ax in axes[0]:
             empty_note(ax, "no model ran on the selected datasets")

@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 
 from ...options import PHASES
 from .selection import cap_models, names_of, options_of
-from .style import MAX_MODELS, caption, empty_note, fmt_theta, footnote, model_colors, model_markers, styled
+from .style import MAX_MODELS, caption, fmt_theta, footnote, model_colors, model_markers, panel_grid, styled
 
 __all__ = ["RatePanel", "rate_rows", "pick_rates", "has_rates", "MAX_STATIONS"]
 
@@ -113,16 +113,12 @@ def pick_rates(ds: xr.Dataset, *, models: Sequence[str] | None = None) -> Figure
     names = names_of(ds["model"].values)
     colors, markers = model_colors(names), model_markers(names)
     options = options_of(ds)
-    cols = max(min(len(panels), 2), 1)
-    rows = -(-max(len(panels), 1) // cols)
     tallest = max([len(p.stations) for p in panels] or [1])
-    fig = Figure(figsize=(5.2 * cols, (0.18 * tallest + 1.2) * rows + 0.8), layout="constrained")
-    if not panels:
-        empty_note(fig.add_subplot(1, 1, 1), "no picks")
+    fig, axes = panel_grid(panels=len(panels), per_row=2, col_width=5.2, row_height=0.18 * tallest + 1.2, extra=0.8,
+                           empty="no picks")
     handles: dict[str, Line2D] = {}
     notes = [note]
-    for i, panel in enumerate(panels):
-        ax = fig.add_subplot(rows, cols, i + 1)
+    for panel, ax in zip(panels, axes.flat):
         y = np.arange(len(panel.stations))[::-1]  # the busiest at the top
         for model, rate in panel.rate.items():
             (mark,) = ax.plot(rate, y, linestyle="none", marker=markers[model], markersize=4.5, color=colors[model],

@@ -22,13 +22,13 @@ from .selection import cap_models, names_of, options_of
 from .style import (
     MAX_MODELS,
     caption,
-    empty_note,
     fmt_theta,
     footnote,
     model_colors,
     model_legend,
     model_markers,
     model_styles,
+    panel_grid,
 )
 
 __all__ = ["recall_columns", "draw_recall_panels", "bar_style"]
@@ -86,16 +86,13 @@ def draw_recall_panels(
     """
     models = names_of(ds["model"].values)
     colors, styles, markers = model_colors(models), model_styles(models), model_markers(models)
-    n = max(len(panels), 1)
-    fig = Figure(figsize=(min(4.2 * n, 16.0), 4.8), layout="constrained")
-    grid = fig.add_gridspec(2, n, height_ratios=(3, 1))
+    # One column per panel: the recall above, the arrivals beneath on the same x.
+    fig, axes = panel_grid(rows=2, cols=len(panels), sharex="col", inner_labels=True, height_ratios=(3, 1),
+                           col_width=4.2, height=4.8, empty=empty)
     theta = fmt_theta(options_of(ds).threshold)
-    if not panels:
-        empty_note(fig.add_subplot(grid[:, 0]), empty)
     handles: dict[str, Artist] = {}
     for i, panel in enumerate(panels):
-        top = fig.add_subplot(grid[0, i])
-        bottom = fig.add_subplot(grid[1, i], sharex=top)
+        top, bottom = axes[:, i]
         x = x_of(panel)
         for model, handle in recall(top, panel, x, colors=colors, styles=styles, markers=markers).items():
             handles.setdefault(model, handle)

@@ -29,7 +29,7 @@ from matplotlib.image import AxesImage
 
 from ...options import SharedThreshold
 from .selection import cap_models, names_of, options_of, subsets
-from .style import FEW_ARRIVALS, MAX_MODELS, NODATA, caption, empty_note, fmt_theta, footnote, styled, text_color
+from .style import FEW_ARRIVALS, MAX_MODELS, NODATA, caption, fmt_theta, footnote, panel_grid, styled, text_color
 
 __all__ = ["StationRow", "FewStations", "StationRecall", "station_rows", "stations"]
 
@@ -249,19 +249,17 @@ def stations(
     label_w = max([len(t) for t in labels + few_labels] + [8])
     fig_w = float(np.clip(1.6 + 0.075 * label_w + 0.62 * len(mods) + 1.2, 5.5, 20))
     n_rows = len(shown) + len(few) + (0.8 if few and shown else 0)
-    fig = Figure(figsize=(fig_w, 2.4 + 0.22 * max(n_rows, 6)), layout="constrained")
-    theta = fmt_theta(data.threshold)
-    if not shown and not few:
-        ax = fig.subplots()
-        ax.grid(False)
-        empty_note(ax, "no scored station")
-        footnote(fig, [data.cap_note])
-        caption(fig, f"Per-station recall at shared threshold {theta}: no scored station")
-        return fig
     parts = [(labels, data.grid, "stations")] if shown else []
     parts += [(few_labels, data.few_grid, "few")] if few else []
     # Not sharex: that would hide the top axes' model names (they sit on top); the columns line up anyway.
-    axes = fig.subplots(len(parts), 1, squeeze=False, gridspec_kw={"height_ratios": [len(p[0]) for p in parts]})[:, 0]
+    fig, grid = panel_grid(rows=len(parts), height_ratios=[len(p[0]) for p in parts] or None, width=fig_w,
+                           height=2.4 + 0.22 * max(n_rows, 6), empty="no scored station")
+    theta = fmt_theta(data.threshold)
+    if not parts:
+        footnote(fig, [data.cap_note])
+        caption(fig, f"Per-station recall at shared threshold {theta}: no scored station")
+        return fig
+    axes = grid[:, 0]
     cmap = mpl.colormaps["viridis"].with_extremes(bad=NODATA)
     norm = mpl.colors.Normalize(vmin=data.vmin, vmax=data.vmax)
     if annotate is None:

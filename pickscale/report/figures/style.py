@@ -1,6 +1,7 @@
-"""How the figures look: colours, line styles, the rc style, number formats, captions and footnotes.
+"""How the figures look: their layout, colours, line styles, the rc style, number formats, captions and footnotes.
 
-Every figure draws under :data:`STYLE` (through :func:`styled`), gives each
+Every figure is made, with its panels, by :func:`panel_grid` (the one place a
+``Figure`` is created), draws under :data:`STYLE` (through :func:`styled`), gives each
 model the colour of :func:`model_colors` and the line style of
 :func:`model_styles` (the same in every figure), shows at most
 :data:`MAX_MODELS` models, writes rates with :func:`fmt_pct` and times with
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import matplotlib as mpl
 import numpy as np
@@ -348,42 +349,119 @@ def empty_note(ax: Axes, text: str) -> None:
         ax.spines[side].set_visible(False)
 
 
-def panel_grid(n: int, *, width: float, height: float, extra: float = 0.0, per_row: int | None = None,
-               empty: str) -> tuple[Figure, list[Axes], int]:
-    """A figure of ``n`` panels, ``per_row`` a row (default: one row), each sharing its y axis with the first.
+Share = bool | Literal["all", "row", "col"]
 
-    The figure is ``width`` per column (16 in at most) by ``height`` per row plus ``extra``; without panels, one
-    place that says ``empty``.  The figures of one line per model per panel (recall against the tolerance,
-    event detection against the threshold) lay their panels out with it.
+
+def panel_grid(
+    *,
+    rows: int | None = None,
+    cols: int | None = None,
+    panels: int | None = None,
+    per_row: int | None = None,
+    sharex: Share = False,
+    sharey: Share = False,
+    inner_labels: bool = False,
+    height_ratios: Sequence[float] | None = None,
+    width: float | None = None,
+    col_width: float | None = None,
+    max_width: float = 16.0,
+    height: float | None = None,
+    row_height: float | None = None,
+    extra: float = 0.0,
+    empty: str | None = None,
+) -> tuple[Figure, np.ndarray]:
+    """The figure and its panels' axes: every figure of the package is made here.
+
+    A grid of ``rows`` × ``cols`` axes, or ``panels`` axes in reading order, ``per_row`` a row (default: one
+    row), the cells after the last panel left empty.  The figure is a plain
+    :class:`~matplotlib.figure.Figure` (no pyplot) with constrained layout.
 
     Parameters
     ----------
-    n : int
-        Panels.
-    width, height : float
-        Inches per column and per row.
-    extra : float
-        Inches added to the height (the caption's and footnote's room).
+    rows, cols : int, optional
+        The grid (default 1 each); not with ``panels``.  0 makes a figure without panels (see ``empty``).
+    panels : int, optional
+        How many axes, laid out in reading order, ``per_row`` a row at most.
     per_row : int, optional
-        Panels per row, at most.
-    empty : str
-        What the figure says when there is no panel.
+        Panels per row, at most (default: all in one row).
+    sharex, sharey : bool or {"all", "row", "col"}
+        Which axes share an axis, as in :meth:`matplotlib.figure.Figure.subplots`: True or ``"all"`` with the
+        first axes, ``"row"`` with the first of its row, ``"col"`` with the first of its column.
+    inner_labels : bool
+        Keep the tick labels of every shared axis.  By default, as :meth:`~matplotlib.figure.Figure.subplots`
+        does (a full grid is made by it), they are only on the outer panels; ``panels`` that leave cells empty
+        and share an axis need ``inner_labels=True``.
+    height_ratios : sequence of float, optional
+        The rows' relative heights.
+    width : float, optional
+        The figure's width in inches; or
+    col_width : float, optional
+        inches per column, the figure at most ``max_width`` (16 in) wide.
+    height : float, optional
+        The figure's height in inches; or
+    row_height : float, optional
+        inches per row, plus ``extra``.
+    extra : float
+        Inches added to ``rows * row_height`` (the caption's and footnote's room).
+    empty : str, optional
+        Without a panel (``panels``, ``rows`` or ``cols`` 0), one axes across the figure says this.
 
     Returns
     -------
-    (Figure, list of Axes, int)
-        The figure, the ``n`` axes in panel order, and the number of columns.
+    (Figure, numpy.ndarray)
+        The figure and its panels' axes, ``rows × cols`` (with ``panels``: None in the cells after the last
+        panel; without a panel, shape ``(0, 0)``).  The axes are made row by row.
+
+    Examples
+    --------
+    >>> fig, axes = panel_grid(rows=2, cols=2, sharex=True, col_width=3.0, row_height=2.5, extra=0.5)
+    >>> axes.shape, fig.get_size_inches().tolist(), axes[1, 0].get_shared_x_axes().joined(axes[0, 0], axes[1, 0])
+    ((2, 2), [6.0, 5.5], True)
+    >>> fig, axes = panel_grid(panels=5, per_row=4, sharey=True, inner_labels=True, col_width=4.0, row_height=3.0)
+    >>> axes.shape, [ax is None for ax in axes.flat], fig.get_size_inches().tolist()  # at most 16 in wide
+    ((2, 4), [False, False, False, False, False, True, True, True], [16.0, 6.0])
+    >>> fig, axes = panel_grid(panels=0, col_width=3.6, height=4.0, empty="no reference arrival")
+    >>> axes.shape, [t.get_text() for t in fig.axes[0].texts]
+    ((0, 0), ['no reference arrival'])
     """
-    places = max(n, 1)
-    cols = places if per_row is None else min(places, per_row)
-    rows = -(-places // cols)
-    fig = Figure(figsize=(min(width * cols, 16.0), height * rows + extra), layout="constrained")
-    if not n:
-        empty_note(fig.add_subplot(1, 1, 1), empty)
-    axes: list[Axes] = []
+    if panels is not None:
+        if rows is not None or cols is not None:
+            raise ValueError("panel_grid: give rows and cols, or panels (and per_row), not both")
+        places = max(panels, 1)
+        cols = places if per_row is None else min(places, per_row)
+        rows = -(-places // cols)
+    else:
+        rows = 1 if rows is None else rows
+        cols = 1 if cols is None else cols
+    none = panels == 0 if panels is not None else rows == 0 or cols == 0
+    if none and empty is None:
+        raise ValueError("panel_grid: a figure without panels needs empty= (what it says instead)")
+    n_rows, n_cols = max(rows, 1), max(cols, 1)
+    fig_w = min(col_width * n_cols, max_width) if col_width is not None else width
+    fig_h = row_height * n_rows + extra if row_height is not None else height
+    if fig_w is None or fig_h is None or None not in (width, col_width) or None not in (height, row_height):
+        raise ValueError("panel_grid: give width or col_width, and height or row_height")
+    fig = Figure(figsize=(fig_w, fig_h), layout="constrained")
+    grid = fig.add_gridspec(n_rows, n_cols, height_ratios=height_ratios)
+    if none:
+        empty_note(fig.add_subplot(grid[:, :]), str(empty))
+        return fig, np.empty((0, 0), dtype=object)
+    n = rows * cols if panels is None else panels
+    if n == rows * cols and not inner_labels:
+        return fig, grid.subplots(sharex=sharex, sharey=sharey, squeeze=False)  # what Figure.subplots does
+    if not inner_labels and (sharex or sharey):
+        raise ValueError("panel_grid: panels that leave cells empty and share an axis need inner_labels=True")
+    axes = np.full((rows, cols), None, dtype=object)
+
+    def partner(share: Share, r: int, c: int) -> Axes | None:
+        """The axes that the one at (r, c) shares with, as Figure.subplots pairs them."""
+        mode = "all" if share is True else share
+        return {"all": axes[0, 0], "row": axes[r, 0], "col": axes[0, c]}[mode] if mode else None
+
     for i in range(n):
-        axes.append(fig.add_subplot(rows, cols, i + 1, sharey=axes[0] if axes else None))
-    return fig, axes, cols
+        r, c = divmod(i, cols)
+        axes[r, c] = fig.add_subplot(grid[r, c], sharex=partner(sharex, r, c), sharey=partner(sharey, r, c))
+    return fig, axes
 
 
 def model_legend(fig: Figure, handles: Mapping[str, Artist], extra: Sequence[Artist] = ()) -> Any:

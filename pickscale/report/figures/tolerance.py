@@ -93,10 +93,11 @@ def recall_vs_tolerance(ds: xr.Dataset, *, models: Sequence[str] | None = None) 
     colors = model_colors(names_of(ds["model"].values))
     styles = model_styles(names_of(ds["model"].values))
     options = options_of(ds)
-    fig, axes, _ = panel_grid(len(panels), width=3.6, height=3.8, empty="no reference arrival")
+    fig, axes = panel_grid(panels=len(panels), sharey=True, inner_labels=True, col_width=3.6, row_height=3.8,
+                           empty="no reference arrival")
     theta = fmt_theta(options.threshold)
     handles: dict[str, Line2D] = {}
-    for i, (panel, ax) in enumerate(zip(panels, axes)):
+    for i, (panel, ax) in enumerate(zip(panels, axes.flat)):
         for model, recall in panel.recall.items():
             (line,) = ax.plot(panel.tols, recall, color=colors[model], linestyle=styles[model], marker="o",
                               markersize=3, linewidth=1.2, label=model)
