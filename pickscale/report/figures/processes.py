@@ -67,6 +67,7 @@ def figure_processes(ds: Any, names: Sequence[str]) -> int:
             return max(1, min(int(wanted), len(names)))
         except ValueError:
             return 1
+    # lazy: engine.cluster brings dask (127 modules); a report that draws in one process never needs it
     from ...engine.cluster import process_cpus
 
     return max(1, min(process_cpus(), len(names), MAX_PROCESSES))
