@@ -4,6 +4,7 @@ child that dies leaves nothing undone."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import matplotlib
@@ -42,6 +43,35 @@ def test_children_sending_at_once_never_mix_their_bytes():
                        write=lambda i, data: written.__setitem__(i, data))
     assert sorted(written) == list(range(24))
     assert all(written[i] == _big(i) for i in written)
+
+
+def _wait_forever(ready) -> bytes:
+    ready.set()
+    signal.pause()  # until told to go
+    return b""
+
+
+def test_a_child_told_to_go_goes_quietly_whatever_handler_it_inherited():
+    # The command turns SIGTERM into an exception (cli.runtime.sigterm_as_interrupt); a child forked under it
+    # and terminated by the parent must die of the signal, not raise (which printed a traceback after a run
+    # that succeeded).  Synchronised on an event: the child is terminated only once it is drawing.
+    import multiprocessing
+
+    from pickscale.cli.runtime import sigterm_as_interrupt
+
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    receive, send = ctx.Pipe(duplex=False)
+    with sigterm_as_interrupt():
+        child = ctx.Process(target=processes._child,
+                            args=(lambda i: _wait_forever(ready), [0], ctx.Value("i", 0), send), daemon=True)
+        child.start()
+    send.close()
+    assert ready.wait(timeout=120)
+    child.terminate()
+    child.join()
+    receive.close()
+    assert child.exitcode == -signal.SIGTERM  # killed by the signal (a raised Terminated exits 0 or 1)
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ A child that fails or dies leaves its figures undone: this process draws them ag
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -185,6 +186,10 @@ def _next(order: Sequence[int], counter: Any) -> int | None:
 
 def _child(render: Callable[[int], bytes], order: Sequence[int], counter: Any, send: Any) -> None:
     """A forked process: render the next figure until none is left, and send its bytes; stop at the first error."""
+    # Told to go (terminate(), a child still there when the parent is done): go quietly.  The command's
+    # SIGTERM handler, inherited at the fork, would raise in here — after the last figure, inside
+    # multiprocessing's own exit, where it prints a traceback under a run that succeeded.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         while True:
             i = _next(order, counter)
