@@ -31,6 +31,13 @@ __all__ = ["run_into", "write_outputs", "check_target", "check_store", "check_ex
            "RemoteFolder", "is_remote_folder"]
 
 
+def print_warnings(ds: Any, *, extend: bool) -> None:
+    """Say on stderr the warnings of this run (of its extension, with ``extend``), one line each."""
+    said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
+    for line in said:
+        print(f"warning: {line}", file=sys.stderr)
+
+
 def out_folder(location: Any, *, what: str = "--out") -> Path:
     """A folder given on the command line (``--out``, a store, ``extend DIR``), as the user wrote it.
 
@@ -131,9 +138,7 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
                 closing.release()  # the store holds what the cluster kept: let it go while the rest is written
                 ds = read_lazily(ds, store)
                 stage.update()
-                said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
-                for line in said:
-                    print(f"warning: {line}", file=sys.stderr)
+                print_warnings(ds, extend=extend)
                 write_outputs(ds, out_dir, store, fmt=fmt, figures=figures, quiet=quiet, stage=stage,
                               verbose=verbose)
             if not quiet:

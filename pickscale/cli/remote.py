@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from ..report.outputs import (
 )
 from ..report.tables import tables
 from ..report.verdict import print_verdict
-from .flow import Closing, RemoteFolder, _writing, write_outputs
+from .flow import Closing, RemoteFolder, _writing, print_warnings, write_outputs
 
 __all__ = ["run_into_remote", "check_remote_outputs", "write_remote_outputs", "report_remote"]
 
@@ -57,9 +56,7 @@ def run_into_remote(out: RemoteFolder, *, overwrite: bool, produce: Callable[[Cl
                 closing.release()  # the store holds what the cluster kept: let it go while the rest is written
                 ds = read_lazily(ds, url, version=version)
                 stage.update()
-                said = ds.attrs["extensions"][-1].get("warnings", []) if extend else ds.attrs.get("warnings", [])
-                for line in said:
-                    print(f"warning: {line}", file=sys.stderr)
+                print_warnings(ds, extend=extend)
                 write_remote_outputs(ds, out, version, fmt=fmt, figures=figures, quiet=quiet, stage=stage,
                                      verbose=verbose)
                 stage.update()  # uploaded
