@@ -9,7 +9,6 @@ an optional dependency).  One comment covers the imports that follow it in one r
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import pathlib
 import tokenize
@@ -17,10 +16,6 @@ import tokenize
 import pickscale
 
 ROOT = pathlib.Path(pickscale.__file__).parent
-
-#: The folders of pickscale/ whose function-level imports are not swept yet (their ``# lazy:`` comments are
-#: not required yet).  Empty it as each is swept: a folder listed here that needs no exemption fails the test.
-NOT_YET_SWEPT: tuple[str, ...] = ()
 
 MARK = "# lazy:"
 
@@ -109,11 +104,6 @@ def _relative(path: pathlib.Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-def _not_yet_swept(relative: str) -> str | None:
-    return next((folder for folder in NOT_YET_SWEPT if relative.startswith(folder + "/")), None)
-
-
-@functools.cache
 def _offences() -> dict[str, list[int]]:
     out = {}
     for path in sorted(ROOT.rglob("*.py")):
@@ -124,14 +114,8 @@ def _offences() -> dict[str, list[int]]:
 
 
 def test_every_function_level_import_of_pickscale_says_why_it_is_lazy():
-    offences = {name: lines for name, lines in _offences().items() if _not_yet_swept(name) is None}
+    offences = _offences()
     listing = "\n".join(f"  pickscale/{name}:{line}" for name, lines in offences.items() for line in lines)
     assert not offences, ("imports of pickscale modules inside functions, with no `# lazy:` comment saying why "
                           f"(move them to the top of the module, or say why they stay):\n{listing}")
 
-
-def test_the_folders_not_yet_swept_still_need_it():
-    assert all((ROOT / folder).is_dir() for folder in NOT_YET_SWEPT), NOT_YET_SWEPT
-    needed = {_not_yet_swept(name) for name in _offences()} - {None}
-    done = sorted(set(NOT_YET_SWEPT) - needed)
-    assert not done, f"swept: remove {done} from NOT_YET_SWEPT"
