@@ -24,6 +24,8 @@ tests of ``tests/`` never pay for it.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,14 @@ import pytest
 from _pytest.doctest import DoctestItem
 
 matplotlib.use("Agg")
+
+# The suite starts hundreds of Python processes (Dask workers, the command as a user runs it, figure
+# children).  With PYTHONDONTWRITEBYTECODE set (as on the machines this project is tested on) each of them compiled pickscale from
+# source again, and each test process rewrote every test module's asserts again: writing the bytecode caches
+# (into the tree's __pycache__ folders, which git ignores) cut ~10 % of the cluster tests' time here.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one test process per CPU this process may use (at least one)."""

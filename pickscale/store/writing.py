@@ -50,7 +50,12 @@ def write_dataset(clean: xr.Dataset, store: Any) -> None:
     ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], (10,))
     """
     lazy = [name for name in clean.data_vars if _is_dask(clean[name].data) and clean[name].ndim]
-    if not lazy:
+    if sum(clean[name].nbytes for name in lazy) <= BLOCK_BYTES:
+        # Small enough to hold at once (every small study): fetched in one round trip and written in one pass,
+        # not a region write per variable — the same bytes, since arrays in memory get zarr_chunks anyway.
+        clean = clean.copy()
+        for name, values in zip(lazy, _compute_all([clean[name].data for name in lazy])):
+            clean[name] = clean[name].variable.copy(data=values)
         clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False)
         return
     chunked = clean.copy()
@@ -73,16 +78,35 @@ def write_dataset(clean: xr.Dataset, store: Any) -> None:
             del block
 
 
-def _computer(array: Any) -> Any:
-    """How to compute slices of ``array``: by the client of the futures it is made of, else by Dask's default."""
+def _compute_all(arrays: list[Any]) -> list[np.ndarray]:
+    """``arrays`` computed together (one graph, one round trip), as :func:`_computer` computes one."""
+    if not arrays:
+        return []
+    client = _client_of(arrays[0])
+    if client is not None:
+        return [np.asarray(a) for a in client.compute(arrays, sync=True)]
+    import dask  # lazy: only a Dask-backed Dataset reaches here, and dask is then imported already
+
+    return [np.asarray(a) for a in dask.compute(*arrays)]
+
+
+def _client_of(array: Any) -> Any:
+    """The client of the futures ``array`` is made of, or None (Dask's default scheduler computes it)."""
     try:
         from distributed import Future
     except ImportError:  # (distributed is a dependency; a Dask-only environment still writes)
-        Future = ()  # type: ignore[assignment,misc]  # noqa: N806
+        return None
     for value in dict(array.__dask_graph__()).values():
         if isinstance(value, Future):
-            client = value.client
-            return lambda part: np.asarray(client.compute(part, sync=True))
+            return value.client
+    return None
+
+
+def _computer(array: Any) -> Any:
+    """How to compute slices of ``array``: by the client of the futures it is made of, else by Dask's default."""
+    client = _client_of(array)
+    if client is not None:
+        return lambda part: np.asarray(client.compute(part, sync=True))
     return lambda part: np.asarray(part.compute())
 
 

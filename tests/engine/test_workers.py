@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pickscale import __version__
 from pickscale.cli import main
 from pickscale.engine.workers import TIMEOUT_ENV, check_workers, worker_timeout
 from pickscale.errors import ClusterError, OptionsError
+from tests.helpers.processes import stop_sessions
 
 BIN = Path(sys.executable).parent
 
@@ -64,16 +64,7 @@ class Processes:
         self.procs.append(_dask(*args, log=self.tmp / f"worker-{name}.log", env=env))
 
     def stop(self) -> None:
-        # Exactly the processes started here, by their pids (each leads its own session).
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop_sessions(self.procs, timeout=20)
 
 
 @pytest.fixture

@@ -10,11 +10,15 @@ from collections.abc import Sequence
 
 def stop_sessions(procs: Sequence[subprocess.Popen], *, timeout: float = 30) -> None:
     """Stop exactly the processes started by a test, by their pids (each leads its own session): SIGTERM to
-    each group, last started first; wait; SIGKILL a group that outlives ``timeout``."""
+    each group, last started first, each waited for before the next; SIGKILL a group that outlives ``timeout``.
+
+    One at a time because workers are started after their scheduler: a worker told to stop while its
+    scheduler is stopping too waits for the scheduler it can no longer reach (a 20 s teardown in a loaded
+    suite), one stopped first says goodbye and exits.
+    """
     for proc in reversed(procs):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
