@@ -137,7 +137,7 @@ def _frame(ds: xr.Dataset, names: list[str], keys: list[str], present: xr.DataAr
     """Long table of ``names`` over the dims ``keys``, rows where ``present``."""
     import xarray as xr
 
-    sub = xr.Dataset({n: ds[n] for n in names})
+    sub = ds[names]  # (a selection: no second alignment of what the Dataset already aligned)
     # The mask must be on the table's own coordinates: assigning one on others (time bins as datetimes, the
     # table's as text) reindexes it to NaN, and NaN reads as True below -- rows for models that never ran.
     sub, present = xr.align(sub, present, join="exact")
@@ -155,9 +155,32 @@ def _frame(ds: xr.Dataset, names: list[str], keys: list[str], present: xr.DataAr
 
 
 def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    # Python str comparison is code-point order; a stable sort on all keys at once.
-    order = sorted(range(len(frame)), key=lambda i: tuple(frame[k].iat[i] for k in keys))
+    """``frame``'s rows in the order of its keys' values (text in code-point order, as Python compares
+    str), ties kept in place: a stable sort on all keys at once."""
+    columns = [_sort_key(frame[k]) for k in reversed(keys)]  # lexsort: the last key is the primary one
+    if all(c is not None for c in columns):
+        order = np.lexsort(columns) if columns else np.arange(len(frame))  # stable, as sorted() is
+    else:  # keys numpy cannot order as Python does: Python's own comparison, row by row
+        order = sorted(range(len(frame)), key=lambda i: tuple(frame[k].iat[i] for k in keys))
     return frame.iloc[order].reset_index(drop=True)
+
+
+def _sort_key(column: pd.Series) -> np.ndarray | None:
+    """``column`` as an array numpy sorts in Python's order, or None where it would not.
+
+    Text compares by code point in numpy's fixed-width unicode as in Python, except that numpy drops trailing
+    NUL characters; numbers and datetimes compare alike except NaN, which Python's comparisons leave unordered.
+    """
+    values = column.to_numpy()
+    if values.dtype.kind in "iub":
+        return values
+    if values.dtype.kind in "fmM":
+        return None if pd.isna(values).any() else values
+    if values.dtype == object and all(type(v) is str for v in values):
+        if any(v.endswith("\0") for v in values):
+            return None
+        return np.asarray(values, dtype=str)
+    return None
 
 
 class _Reader:
