@@ -134,5 +134,7 @@ def facts_of(scope: Any, pick_summary: pd.DataFrame, *, station_key: str = "as-i
                         "stations": stations, "arrivals": n, "reference_sha256": digest,
                         "arrival_spans": arrival_spans(scope.reference, d, stations)}]
         per_model = rows.groupby("model", observed=True).agg(lo=("t_min", "min"), hi=("t_max", "max"))
-        models[d] = {str(m): [[int(r.lo), int(r.hi)]] for m, r in per_model.iterrows()}
+        # Columns as lists (plain ints), not a Series per row (iterrows): 16,000 models were seconds.
+        models[d] = {str(m): [[lo, hi]] for m, lo, hi in zip(per_model.index.tolist(), per_model["lo"].tolist(),
+                                                             per_model["hi"].tolist())}
     return {"datasets": datasets, "models": models, "station_key": station_key}

@@ -7,7 +7,7 @@ differently, epoch units mixed up, a time-zone offset, a wrong date.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,9 +15,10 @@ import pandas as pd
 from ..io.text import quote
 
 __all__ = ["station_hint", "span_hint", "shift_hint", "dataset_hint", "nothing_left", "span_error", "iso",
-           "show_names"]
+           "show_names", "shown_names", "N_SHOWN"]
 
-_N_SHOWN = 5
+#: How many names a message shows (:func:`show_names`).
+N_SHOWN = 5
 _HOUR_NS = 3600 * 10**9
 _DAY_NS = 24 * _HOUR_NS
 _YEAR_NS = 365 * _DAY_NS
@@ -32,8 +33,23 @@ def iso(ns: int) -> str:
 
 def show_names(names: Iterable[str]) -> str:
     names = sorted(set(names))
-    shown = ", ".join(quote(n) for n in names[:_N_SHOWN])
-    more = f" … ({len(names)} in all)" if len(names) > _N_SHOWN else ""
+    return shown_names(names[:N_SHOWN], len(names))
+
+
+def shown_names(first: Sequence[str], total: int) -> str:
+    """:func:`show_names` of ``total`` distinct names from their first :data:`N_SHOWN` (sorted) alone.
+
+    For many such lists (one per model) read off arrays, without building each whole list.
+
+    Examples
+    --------
+    >>> shown_names(["A", "B", "C", "D", "E"], 7) == show_names("ABCDEFG")
+    True
+    >>> shown_names([], 0)
+    'none'
+    """
+    shown = ", ".join(quote(n) for n in first[:N_SHOWN])
+    more = f" … ({total} in all)" if total > N_SHOWN else ""
     return (shown or "none") + more
 
 
