@@ -36,9 +36,10 @@ from _pytest.doctest import DoctestItem
 matplotlib.use("Agg")
 
 # The suite starts hundreds of Python processes (Dask workers, the command as a user runs it, figure
-# children).  With PYTHONDONTWRITEBYTECODE set (as on the machines this project is tested on) each of them compiled pickscale from
-# source again, and each test process rewrote every test module's asserts again: writing the bytecode caches
-# (into the tree's __pycache__ folders, which git ignores) cut ~10 % of the cluster tests' time here.
+# children).  With PYTHONDONTWRITEBYTECODE set (as on the machines this project is tested on) each of them
+# compiled pickscale from source again, and each test process rewrote every test module's asserts again:
+# writing the bytecode caches (into the tree's __pycache__ folders, which git ignores) cut ~10 % of the
+# cluster tests' time here.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
