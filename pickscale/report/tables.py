@@ -23,7 +23,7 @@ import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -157,8 +157,10 @@ def _frame(ds: xr.Dataset, names: list[str], keys: list[str], present: xr.DataAr
 def _sorted(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """``frame``'s rows in the order of its keys' values (text in code-point order, as Python compares
     str), ties kept in place: a stable sort on all keys at once."""
-    columns = [_sort_key(frame[k]) for k in reversed(keys)]  # lexsort: the last key is the primary one
-    if all(c is not None for c in columns):
+    found = [_sort_key(frame[k]) for k in reversed(keys)]  # lexsort: the last key is the primary one
+    columns = [c for c in found if c is not None]
+    order: Any
+    if len(columns) == len(found):
         order = np.lexsort(columns) if columns else np.arange(len(frame))  # stable, as sorted() is
     else:  # keys numpy cannot order as Python does: Python's own comparison, row by row
         order = sorted(range(len(frame)), key=lambda i: tuple(frame[k].iat[i] for k in keys))
