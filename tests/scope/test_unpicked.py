@@ -1,6 +1,6 @@
 """SPEC §2's charged misses per model (``report["unpicked"]`` and its warning lines) against a brute force.
 
-:func:`pickscale.scope.apply._unpicked` counts every model of a dataset at once, on codes; here the same
+:func:`pickscale.scope.unpicked.unpicked` counts every model of a dataset at once, on codes; here the same
 numbers and lines come from the frames directly, one model at a time (scored stations, the span, the
 model's stations and its own span by plain comparisons), on small catalogues where models miss stations,
 datasets and parts of the span.
