@@ -228,6 +228,9 @@ def check_workers(client: Any, *, timeout: float | None = None) -> int:
         raise ClusterError(
             f"the Dask workers at {address} did not answer within {limit:g} s (they may be busy or "
             f"unreachable from the scheduler); check them, or wait longer: {TIMEOUT_ENV}=SECONDS.") from None
+    # A worker whose connection closed while it was asked has left (killed, lost, scaled down): it is no
+    # worker of this run, and saying it "cannot import pickscale" would send its user the wrong way.
+    replies = {worker: reply for worker, reply in replies.items() if not isinstance(reply, OSError)}
     if not replies:  # the worker that ran the probe has left already (an adaptive cluster scaling down)
         replies = {"the worker that ran pickscale's first task": first}
     missing: list[str] = []

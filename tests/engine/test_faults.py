@@ -435,22 +435,26 @@ def test_previous_store_moved_aside_by_a_dead_run_is_put_back(small, run_a, tmp_
 
 @pytest.mark.cluster
 def test_full_disk_while_writing_keeps_the_previous_store(small, run_a, cluster, tmp_path, capsys, monkeypatch):
-    """The disk fills up half way through writing the new store (a stand-in: the metadata write fails)."""
+    """The disk fills up half way through writing the new store (a stand-in: the 21st file's write fails)."""
     out = tmp_path / "out"
     before = write_previous_run(run_a[0], out)
-    real = publish.zarr.consolidate_metadata
-    written = []
+    real = Path.write_bytes
+    written: list[Path] = []
 
-    def full_disk(path, *args, **kwargs):
-        written.append(sorted(p.name for p in Path(path).iterdir()))  # the chunks are on disk by now
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    def full_disk(path, data):
+        if len(written) == 20:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(path)
+        return real(path, data)
 
-    monkeypatch.setattr(publish.zarr, "consolidate_metadata", full_disk)
+    # (a store this small is built in memory and then written file by file: publish._write_files)
+    assert publish.IN_MEMORY_BYTES > 10 * 2**20
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
     code = main(["score", "--reference", str(small[0]), "--picks", str(small[1]), "--out", str(out), "--overwrite",
                  "--scheduler", cluster[0].scheduler_address])
+    monkeypatch.setattr(Path, "write_bytes", real)
     _, err = capsys.readouterr()
-    monkeypatch.setattr(publish.zarr, "consolidate_metadata", real)
-    assert written and len(written[0]) > 10  # the new store was half written when the disk filled up
+    assert len(written) == 20 and all(".tmp-" in str(p) for p in written)  # the new store was half written
     assert code == 2, err
     assert err.startswith("pickscale: error: could not write results to ") and "Traceback" not in err, err
     assert "No space left on device" in err and "nothing was changed at the target" in err, err

@@ -137,6 +137,25 @@ def test_workers_that_cannot_run_pickscale_are_named(processes, tmp_path):
     assert f"pip install pickscale=={__version__}" in msg
 
 
+@pytest.mark.cluster
+def test_a_worker_that_dies_while_it_is_checked_has_left_and_is_not_named(processes, tmp_path):
+    """A worker killed while it answers the check (a real process that exits then) is not reported as one
+    that cannot import pickscale: the check counts the workers that answered."""
+    dying = tmp_path / "preload_dies_when_asked.py"
+    dying.write_text(
+        "import os\n\n\ndef dask_setup(worker):\n"
+        "    def run(comm, function, args=(), wait=True, kwargs=None):\n"
+        "        os._exit(1)  # dies while it is asked, out of band, whether it can run pickscale\n"
+        "    worker.handlers['run'] = run\n")
+    address = processes.scheduler()
+    processes.worker(address, "good")
+    processes.worker(address, "dying", preload=dying)
+    with _client(address) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert check_workers(client, timeout=10) == 1
+        _wait_for(lambda: len(client.scheduler_info(n_workers=-1)["workers"]) == 1, 30, "the scheduler to see it go")
+
+
 def test_worker_timeout_from_keyword_or_environment(monkeypatch):
     monkeypatch.delenv(TIMEOUT_ENV, raising=False)
     assert worker_timeout() == 30.0
