@@ -23,20 +23,23 @@ import pathlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import InputError, StoreError
 from ..options import Options
 from ..results.bootstrap import bootstrap
 from ..results.derived import edge_warnings
-from ..results.extend import EXACT_FIELDS, merge_results
-from ..store import open_results, reserved, save
+from ..results.extend import EXACT_FIELDS, appended_pairs, merge_results, stream_shares
+from ..results.variables import residual_ns as residual_ns_of
+from ..store import open_results, read_lazily, reserved, save
 from ..store.consistency import PairCheck, stored_options
 from ..store.paths import local_store_path
 from ..store.remote import is_remote
+from ..store.segments import PAIR_PARTS, SEGMENTS, PairParts, segments_of
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
 from .extent import arrival_spans, facts_of, reference_digest
-from .pairs import PairColumns, is_current, streams_of
+from .pairs import PairColumns, is_current, statistics_of, streams_of
 from .run import run_keywords
 from .stages import execute, finalize, prepare
 
@@ -186,7 +189,9 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
                          "extended exactly; score all the inputs again with `pickscale score`.")
     # The run's stages, keeping the normalised reference: the arrivals are checked against the store's.
     run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)
-    new = finalize(run, execute(run))
+    executed = execute(run)
+    new_pairs = executed.pairs  # (its sizes and stream tasks: what an appending extension times again)
+    new = finalize(run, executed)
     reference_rows = run.reference
     assert reference_rows is not None  # (kept: keep_reference)
     same, replaced = _check_extent(stored, new, reference_rows, replace=replace)
@@ -215,14 +220,29 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     # The pairs are merged and timed a stream at a time where the run's were (on its cluster, when Dask
     # computes with its client: the merged pairs then stay there until saved), not on this process.
     client = arguments.get("client")
+    client = client if client is not None and is_current(client) else None
     check = None
     if store is not None:
         check = PairCheck(store, stored, stored_options(store, stored.attrs))
-    merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
-                           streams=functools.partial(_streams, client=client if client is not None
-                                                     and is_current(client) else None,
-                                                     options=Options.from_attrs(stored.attrs["options"]),
-                                                     check=check))
+    options = Options.from_attrs(stored.attrs["options"])
+    dropped = any(m in {str(v) for v in stored["model"].values} for ms in replaced.values() for m in ms)
+    if dropped:
+        # A replaced model's stored pairs leave the store: every pair is merged into one segment again.
+        attrs.pop(SEGMENTS, None)
+        merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
+                               streams=functools.partial(_streams, client=client, options=options, check=check))
+    else:
+        # The new pairs are appended as a segment of their own: the stored ones are read (and checked) once
+        # for the merged statistics, never sorted or written again (SPEC §11).
+        made: list[PairParts] = []
+        n_new = int(new.sizes.get("pair", 0))
+        attrs[SEGMENTS] = segments_of(stored.attrs, int(stored.sizes.get("pair", 0))) + ([n_new] if n_new else [])
+        if len(attrs[SEGMENTS]) < 2:
+            attrs.pop(SEGMENTS)
+        merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
+                               pairs=functools.partial(_appended, stored, new, new_pairs, client=client,
+                                                       options=options, check=check, store=store, made=made))
+        merged.encoding[PAIR_PARTS] = made[0]
     # A best threshold on the edge (SPEC §7) is a reading of the merged counts: the new part's own edges, scored
     # alone, are not the store's; the extension says the merged ones (what its summary prints).
     options = Options.from_attrs(merged.attrs["options"])
@@ -235,7 +255,58 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
         return merged
 
     # The intervals are a reading of the merged counts (SPEC §12): drawn again, as one run with --ci draws them.
-    return bootstrap(merged, level=level, draws=draws, seed=seed)
+    # They read every pair: here, the stored ones from the store, the new ones from where the run left them.
+    parts = merged.encoding.get(PAIR_PARTS)
+    if parts is not None:
+        for name in parts.new:
+            merged[name] = merged[name].copy(data=_whole(parts, name, merged.sizes["pair"]))
+    out = bootstrap(merged, level=level, draws=draws, seed=seed)
+    if parts is not None:
+        out.encoding[PAIR_PARTS] = parts
+    return out
+
+
+def _whole(parts: PairParts, name: str, n: int) -> np.ndarray:
+    """Every row of an appended pair variable, in this process: the stored rows read here, the new fetched."""
+    new = parts.new[name]
+    fresh = np.asarray(new.compute() if hasattr(new, "compute") else new)
+    return np.concatenate([parts.stored_rows(name, 0, parts.rows), fresh])[:n]
+
+
+def _appended(stored: xr.Dataset, new: xr.Dataset, new_pairs: PairColumns, datasets: list[str], models: list[str],
+              stations: list[str], *, client: Any, options: Options, check: Any, store: Any,
+              made: list[PairParts]) -> PairColumns:
+    """The pairs of an extension that appends them (:func:`pickscale.results.extend.appended_pairs`), with the
+    merged streams' statistics: each stream's stored pairs (read a batch at a time, checked as read, each
+    share sent to the cluster at once) timed with the new run's where they are (its stream tasks)."""
+    def put(share: dict[str, Any]) -> Any:
+        return client.scatter([share], hash=False)[0]
+
+    shares = stream_shares(stored, None, replaced={}, datasets=datasets, models=models, stations=stations,
+                           put=put if client is not None else None, check=None if check is None else check.add)
+    if check is not None:
+        check.finish()
+    # The new run's streams, on the merged coordinates (each side's names are a sorted subset of them).
+    nm_new = new.sizes["model"]
+    d_at = [datasets.index(str(d)) for d in new["dataset"].values]
+    m_at = [models.index(str(m)) for m in new["model"].values]
+    offset = 0
+    for code, size in new_pairs.sizes.items():
+        d, m, p = code // (2 * nm_new), (code // 2) % nm_new, code % 2
+        merged_code = (d_at[d] * len(models) + m_at[m]) * 2 + p
+        if code in new_pairs.tasks:
+            share: Any = new_pairs.tasks[code]
+        else:  # (no cluster: the run's pairs are here, in stream order)
+            share = {"residual_ns": residual_ns_of(new["residual"].values[offset:offset + size]),
+                     "conf": np.asarray(new["pair_conf"].values[offset:offset + size])}
+        shares.setdefault(merged_code, []).append(share)
+        offset += size
+    statistics = statistics_of(dict(sorted(shares.items())), client, options=options, n_datasets=len(datasets),
+                               n_models=len(models))
+    data, parts = appended_pairs(stored, new, datasets=datasets, models=models, stations=stations,
+                                 store=None if store is None or is_remote(store) else pathlib.Path(store))
+    made.append(parts)
+    return PairColumns(data=data, statistics=statistics)
 
 
 def _streams(shares_of: Callable[..., dict[int, list[Any]]], n_datasets: int, n_models: int, *, client: Any,
@@ -334,4 +405,6 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, ci:
         stored = open_results(target)
         ds = extended(stored, reference, picks, replace=replace, ci=ci, store=target, **keywords)
         save(ds, target, overwrite=True)
+        # The stored pairs were read from the store just replaced: the returned pairs are the new store's.
+        ds = read_lazily(ds, target)
     return ds

@@ -9,13 +9,17 @@ client, ~170–200 bytes a pair once joined, ordered and laid out).  Instead:
 2. one task per stream takes its share of every piece, puts the pairs in the store's canonical order
    (station, residual, conf, arrival group) and computes the stream's SPEC §5 statistics at every
    threshold and, with ``group_by``, per arrival group at the shared threshold (:func:`stream_of`,
-   :func:`pickscale.metrics.timing.pair_statistics`).  The statistics are those of the same sorted
-   residuals as before, so every number is bit for bit the same: the float sums of §5 (MAE, RMSE,
-   std) are summed over one sorted array, which is why a stream, not a piece, is the unit;
+   :func:`pickscale.metrics.timing.pair_statistics`).  The means are exact integer sums, but the medians
+   and quantiles are order statistics of all of a stream's residuals: which is why a stream, not a piece,
+   is the unit;
 3. the client receives the statistics (per stream: the grid's thresholds × the statistics) and the
    number of pairs of each stream; the pairs stay on the workers as one Dask array per variable, in
    stream order -- the store's canonical (dataset, model, phase, station, residual, conf, group) order,
    whatever the partitioning -- which :func:`pickscale.store.save` writes a chunk range at a time.
+
+An extension (:func:`pickscale.extend`) appends the new run's pairs to the stored ones: each merged stream's
+statistics come from its stored pairs and the new run's stream task, in any order (:func:`stream_statistics`,
+:func:`statistics_of`), and nothing is sorted again.
 
 A stream's pairs are held by one worker (about 100 bytes a pair while sorting): the largest
 (dataset, model, phase) bounds a worker's memory here, not the run.  On Dask's local scheduler (no
@@ -27,7 +31,7 @@ This module is imported by workers: numpy and the kernel only.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,7 +41,7 @@ from ..metrics.timing import lay_out, pair_statistics
 from ..options import Options
 
 __all__ = ["Codes", "PairColumns", "codes_of", "pair_columns", "split_piece", "stream_of", "streams_of",
-           "is_current", "without_pairs"]
+           "stream_statistics", "statistics_of", "is_current", "without_pairs"]
 
 #: A stream's columns, as the store holds them (the stream itself gives dataset, model and phase).
 _COLUMNS = {"station": np.int32, "residual_ns": np.int64, "conf": np.float64, "group": np.int32}
@@ -81,11 +85,15 @@ class PairColumns:
 
     ``data``: ``pair_dataset, pair_model, pair_phase, pair_station, residual, pair_conf`` (and
     ``pair_group`` with ``group_by``), NumPy or Dask arrays; ``statistics``: SPEC §5 and §14 as
-    :func:`pickscale.metrics.timing.lay_out` gives them.
+    :func:`pickscale.metrics.timing.lay_out` gives them.  ``sizes``: each stream's number of pairs, in
+    stream order; ``tasks``: on a cluster, each stream's task (its canonical columns stay there), which an
+    extension's statistics read again (:func:`statistics_of`).
     """
 
     data: dict[str, Any]
     statistics: dict[str, dict[str, np.ndarray]]
+    sizes: dict[int, int] = field(default_factory=dict)
+    tasks: dict[int, Any] = field(default_factory=dict)
 
 
 def split_piece(piece: Partial, codes: Codes) -> dict[int, dict[str, np.ndarray]]:
@@ -164,6 +172,7 @@ def streams_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n
     pairs with the new run's (:mod:`pickscale.results.extend`).
     """
     streams = sorted(shares)
+    tasks: dict[int, Any] = {}
     if client is None:
         done = {s: stream_of(*shares[s], options=options, phase=s % 2) for s in streams}
         shares.clear()
@@ -175,10 +184,40 @@ def streams_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n
     else:
         import dask.array as da
 
-        columns, sizes, stats = _on_cluster(shares, client, options)
+        columns, sizes, stats, tasks = _on_cluster(shares, client, options)
         join = da.concatenate
     data = _variables(columns, streams, sizes, n_models, options, join)
-    return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, n_models, options))
+    return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, n_models, options), sizes=sizes,
+                       tasks=tasks)
+
+
+def stream_statistics(*shares: Any, options: Options, phase: int) -> Any:
+    """The statistics (:func:`pair_statistics`) of one stream whose pairs are in ``shares``: each a
+    :data:`_COLUMNS` dict (or one with ``residual_ns`` and ``conf`` alone), a :func:`stream_of` result, or
+    None.  The pairs' order does not matter (SPEC §5's statistics are exact), so nothing is sorted here: an
+    extension's stored pairs are timed with its new ones without being put in order again.
+    """
+    have = [s[0] if isinstance(s, tuple) else s for s in shares if s is not None]
+    residual = np.concatenate([s["residual_ns"] for s in have]).astype(np.int64, copy=False)
+    conf = np.concatenate([s["conf"] for s in have]).astype(np.float64, copy=False)
+    return pair_statistics(residual, conf, np.zeros(residual.size, np.int32), thresholds=options.grid,
+                           tol=options.tol, threshold=options.threshold_of(phase), n_groups=0)
+
+
+def statistics_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n_datasets: int,
+                  n_models: int) -> dict[str, dict[str, np.ndarray]]:
+    """The statistics of the streams whose pairs are in ``shares`` (``shares[stream]``: as
+    :func:`stream_statistics` takes them, or futures of such), laid out on the results' coordinates: one
+    task per stream on ``client``'s cluster (None: here).  Without arrival groups (an extension's)."""
+    streams = sorted(shares)
+    if client is None:
+        stats = {s: stream_statistics(*shares[s], options=options, phase=s % 2) for s in streams}
+    else:
+        tasks = [client.submit(stream_statistics, *shares[s], options=options, phase=s % 2, pure=False, retries=3)
+                 for s in streams]
+        stats = dict(zip(streams, client.gather(tasks)))
+    shares.clear()
+    return _laid_out(stats, n_datasets, n_models, options)
 
 
 def is_current(client: Any) -> bool:
@@ -192,8 +231,8 @@ def is_current(client: Any) -> bool:
         return False
 
 
-def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options) -> tuple[dict[str, list[Any]],
-                                                                                      dict[int, int], dict]:
+def _on_cluster(shares: dict[int, list[Any]], client: Any,
+                options: Options) -> tuple[dict[str, list[Any]], dict[int, int], dict, dict[int, Any]]:
     streams = sorted(shares)
     tasks = {s: client.submit(stream_of, *shares[s], options=options, phase=s % 2, pure=False, retries=3)
              for s in streams}
@@ -208,7 +247,7 @@ def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options) -> 
                 stop = min(start + CHUNK_ROWS, sizes[s])
                 rows = client.submit(_rows, tasks[s], k, start, stop, pure=False)
                 columns[k].append(_remote_array(rows, stop - start, t))
-    return columns, sizes, stats
+    return columns, sizes, stats, tasks
 
 
 #: Rows of one stream's column per Dask chunk (what a slice of the Dataset's pairs fetches at least).

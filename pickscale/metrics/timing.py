@@ -8,12 +8,14 @@ arrived in (SPEC §9); medians are exact.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .grid import GRID_NAMES, residual_grid
+from .ranks import nested_order_statistics
 
 __all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "ALONG", "timing_stats", "timing_sweep",
            "residual_quantile", "pair_statistics", "residual_mode", "CONCENTRATED_SHARE", "CONCENTRATED_RATIO",
@@ -35,13 +37,11 @@ QUANTILE_NAMES: tuple[str, ...] = ("p10", "p90", "iqr")
 GROUP_NAMES: tuple[str, ...] = TIMING_NAMES
 
 
-def _median_sorted(x: NDArray[np.floating[Any]]) -> float:
-    # SPEC §5: the median of an even count is the mean of the two middle values.
-    n = x.size
-    half = n // 2
-    if n % 2:
-        return float(x[half])
-    return float((x[half - 1] + x[half]) / 2.0)
+#: The quantiles of e each set needs (percent): the median (bias) and those of :data:`QUANTILE_NAMES`.
+_PERCENTS = (10, 25, 75, 90)
+#: Bits per limb of the exact sums: a limb's products are below 2**32, so their sums over up to 2**31 pairs
+#: stay within int64.
+_LIMB_BITS = 16
 
 
 def _quantile_x100(x_ns: NDArray[np.int64], percent: int) -> int:
@@ -77,46 +77,132 @@ def residual_quantile(residual_ns: ArrayLike, percent: int) -> float:
     return _quantile_x100(x, int(percent)) / 10**11
 
 
-def _quantiles(e_ns: NDArray[np.int64]) -> dict[str, float]:
-    """p10, p90 and iqr (seconds) of sorted integer residuals, each rounded once."""
-    if e_ns.size == 0:
-        return dict.fromkeys(QUANTILE_NAMES, np.nan)
-    return {
-        "p10": _quantile_x100(e_ns, 10) / 10**11,
-        "p90": _quantile_x100(e_ns, 90) / 10**11,
-        "iqr": (_quantile_x100(e_ns, 75) - _quantile_x100(e_ns, 25)) / 10**11,
-    }
+def _ranks(n: int) -> list[int]:
+    """The order statistics (0-based ranks) a set of ``n`` residuals needs: its median's and its quantiles'."""
+    out = {(n - 1) // 2, n // 2}
+    for percent in _PERCENTS:
+        lo, r = divmod((n - 1) * percent, 100)
+        out.update((lo, lo + 1) if r else (lo,))
+    return sorted(out)
 
 
-def _stats_sorted(e: NDArray[np.float64], a: NDArray[np.float64], tol: float,
-                  e_ns: NDArray[np.int64] | None = None) -> dict[str, Any]:
-    """Statistics of residuals ``e`` (sorted ascending) with ``a = sorted(abs(e))``.
+def _exact_sums(a: NDArray[np.int64], order: NDArray[np.intp], edges: NDArray[np.intp],
+                n_limbs: int) -> list[NDArray[np.int64]]:
+    """Σa and Σa² of each level exactly, as int64 sums of limb products: ``[Σ limb_i]`` then ``[Σ limb_i·limb_j]``.
 
-    With ``e_ns`` (the same residuals in integer ns, sorted), also the quantiles of :data:`QUANTILE_NAMES`.
+    ``a >= 0``, below ``2**(16·n_limbs)``; ``order`` sorts the pairs by level and ``edges`` cuts that order
+    into levels.  :func:`_as_ints` adds the limbs up.
     """
-    n = e.size
-    if n == 0:
-        out: dict[str, Any] = dict.fromkeys(TIMING_NAMES, np.nan)
-        out["n_pairs"] = 0
-        out["fraction_within"] = np.full(len(WITHIN), np.nan)
-        if e_ns is not None:
-            out.update(_quantiles(e_ns))
-        return out
-    out = {
-        "n_pairs": n,
-        "mae": float(np.sum(a) / n),
-        "rmse": float(np.sqrt(np.sum(e * e) / n)),
-        "medae": _median_sorted(a),
-        "bias": _median_sorted(e),
-        "residual_mean": float(np.sum(e) / n),
-        "residual_std": float(np.std(e, ddof=1)) if n >= 2 else np.nan,
-        # a is sorted: counts are searchsorted positions.
-        "gross_error_rate": float(n - np.searchsorted(a, tol, side="right")) / n,
-        "fraction_within": np.array([float(np.searchsorted(a, w, side="right")) / n for w in WITHIN]),
-    }
-    if e_ns is not None:
-        out.update(_quantiles(e_ns))
+    limbs = [(a >> (_LIMB_BITS * i)) & ((1 << _LIMB_BITS) - 1) for i in range(n_limbs)]
+    terms = [*limbs, *(limbs[i] * limbs[k] for i in range(n_limbs) for k in range(i, n_limbs))]
+    out = []
+    for t in terms:
+        running = np.zeros(t.size + 1, dtype=np.int64)
+        np.cumsum(t[order], out=running[1:])
+        out.append(running[edges[1:]] - running[edges[:-1]])
     return out
+
+
+def _as_ints(sums: list[NDArray[np.int64]], n_limbs: int) -> tuple[list[int], list[int]]:
+    """:func:`_exact_sums`' limb sums as Python integers per level: (Σa, Σa²)."""
+    linear, products = sums[:n_limbs], sums[n_limbs:]
+    pairs = [(i, k) for i in range(n_limbs) for k in range(i, n_limbs)]
+    total = [sum(int(s[lv]) << (_LIMB_BITS * i) for i, s in enumerate(linear)) for lv in range(linear[0].size)]
+    square = [sum((int(s[lv]) << (_LIMB_BITS * (i + k))) * (1 if i == k else 2) for (i, k), s in zip(pairs, products))
+              for lv in range(linear[0].size)]
+    return total, square
+
+
+def _suffix(values: list[int]) -> list[int]:
+    """``out[j]`` = Σ values[l] for l > j (the pairs at threshold ``j`` are those of level > j)."""
+    out, running = [0] * (len(values) - 1), 0
+    for lv in range(len(values) - 1, 0, -1):
+        running += values[lv]
+        out[lv - 1] = running
+    return out
+
+
+def _sweep(e_ns: NDArray[np.int64], level: NDArray[np.int64], n_levels: int, tol: float) -> dict[str, NDArray[Any]]:
+    """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) of the pairs of level > j, for every j < ``n_levels``.
+
+    The means are exact: Σe, Σ|e| and Σe² in integer ns (limbs, never rounded), each statistic the exact
+    quotient rounded once (rmse and residual_std: the square root of the exactly rounded mean square and
+    variance).  Medians and quantiles are exact order statistics (:func:`nested_order_statistics`).
+    """
+    T = n_levels
+    out: dict[str, NDArray[Any]] = {name: np.full((T, *_along(name)), np.nan) for name in TIMING_NAMES + QUANTILE_NAMES}
+    counts = np.bincount(level, minlength=T + 1)
+    n_at = np.cumsum(counts[:0:-1])[::-1]  # n_at[j]: pairs of level > j
+    out["n_pairs"] = n_at.astype(np.int64)
+    if not e_ns.size:
+        return out
+    a = np.abs(e_ns)
+    a_s = a / 1e9  # SPEC §5 compares |e| in seconds with the bounds
+    # Counts and fractions: exact integers per level, divided once.
+    gross = np.cumsum(np.bincount(level[a_s > tol], minlength=T + 1)[:0:-1])[::-1]
+    within = np.stack([np.cumsum(np.bincount(level[a_s <= w], minlength=T + 1)[:0:-1])[::-1] for w in WITHIN], axis=1)
+    # Sets: the distinct ones only (a threshold that drops no pair has its predecessor's set).
+    sets = [jj for jj in range(T) if n_at[jj] and (jj == 0 or n_at[jj] != n_at[jj - 1])]
+    if not sets:
+        return out
+    n_limbs = max(1, -(-int(a.max()).bit_length() // _LIMB_BITS))
+    # (levels fit 16 bits on any grid: a radix sort)
+    by_level = np.argsort(level.astype(np.uint16 if T < 2**16 else np.int64), kind="stable")
+    edges = np.searchsorted(level[by_level], np.arange(T + 2))
+    abs_sum, sq_sum = (_suffix(v) for v in _as_ints(_exact_sums(a, by_level, edges, n_limbs), n_limbs))
+    neg_sum = _suffix(_as_ints(_exact_sums(np.where(e_ns < 0, a, 0), by_level, edges, n_limbs), n_limbs)[0])
+    # Order statistics of e and of |e| at each set, from one sort of each (the order among equal values
+    # does not matter: only values are read).
+    by_e = np.argsort(e_ns, kind="quicksort")
+    by_a = np.argsort(a, kind="quicksort")
+    e_sorted, a_sorted = e_ns[by_e], a[by_a]
+    queries = [(jj, r) for jj in sets for r in _ranks(int(n_at[jj]))]
+    qj = np.array([q[0] for q in queries], dtype=np.int64)
+    qr = np.array([q[1] for q in queries], dtype=np.int64)
+    at_e = e_sorted[nested_order_statistics(level[by_e], T, qj, qr)]
+    median_q = np.array([q[0] for q in queries if q[1] in ((int(n_at[q[0]]) - 1) // 2, int(n_at[q[0]]) // 2)])
+    median_r = np.array([q[1] for q in queries if q[1] in ((int(n_at[q[0]]) - 1) // 2, int(n_at[q[0]]) // 2)])
+    at_a = a_sorted[nested_order_statistics(level[by_a], T, median_q, median_r)]
+    value_e = {q: int(v) for q, v in zip(queries, at_e)}
+    value_a = {(int(jj), int(r)): int(v) for jj, r, v in zip(median_q, median_r, at_a)}
+    rows = {}
+    for jj in sets:
+        n = int(n_at[jj])
+        s_abs, s_neg, s_sq = abs_sum[jj], neg_sum[jj], sq_sum[jj]
+        s_e = s_abs - 2 * s_neg
+        half = n // 2
+        rows[jj] = {
+            "mae": s_abs / (n * 10**9),
+            "rmse": math.sqrt(s_sq / (n * 10**18)),
+            "residual_mean": s_e / (n * 10**9),
+            "residual_std": math.sqrt((n * s_sq - s_e * s_e) / (n * (n - 1) * 10**18)) if n >= 2 else np.nan,
+            # SPEC §5: the median of an even count is the mean of the two middle values (in seconds).
+            "bias": _median(value_e[(jj, (n - 1) // 2)], value_e[(jj, half)], n),
+            "medae": _median(value_a[(jj, (n - 1) // 2)], value_a[(jj, half)], n),
+        }
+        x100 = {}
+        for percent in _PERCENTS:
+            lo, r = divmod((n - 1) * percent, 100)
+            base = 100 * value_e[(jj, lo)]
+            x100[percent] = base if r == 0 else base + r * (value_e[(jj, lo + 1)] - value_e[(jj, lo)])
+        rows[jj].update(p10=x100[10] / 10**11, p90=x100[90] / 10**11, iqr=(x100[75] - x100[25]) / 10**11)
+    current: dict[str, float] = {}
+    for jj in range(T):
+        if not n_at[jj]:
+            continue
+        current = rows.get(jj, current)  # (the set of the last threshold that dropped a pair)
+        for name, value in current.items():
+            out[name][jj] = value
+        out["gross_error_rate"][jj] = gross[jj] / n_at[jj]
+        out["fraction_within"][jj] = within[jj] / n_at[jj]
+    return out
+
+
+def _median(lo_ns: int, hi_ns: int, n: int) -> float:
+    """The median (s) of a set whose middle order statistics are ``lo_ns`` and ``hi_ns`` (equal for odd ``n``)."""
+    if n % 2:
+        return lo_ns / 1e9
+    return (lo_ns / 1e9 + hi_ns / 1e9) / 2.0
 
 
 def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, Any]:
@@ -139,8 +225,9 @@ def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, Any]:
         ``fraction_within`` = the fractions with |e| <= 0.1, 0.25, 0.5 s (inclusive), an array along
         :data:`WITHIN`; ``p10``, ``p90`` = 10th and 90th percentiles of e and
         ``iqr`` = p75 − p25 (:func:`residual_quantile`).  All in seconds or
-        fractions; NaN when n_pairs = 0.  Perfect:
-        0 for the errors, 1 for ``fraction_within``.  Reference:
+        fractions; NaN when n_pairs = 0.  The means are exact (sums in integer ns, each quotient rounded
+        once), so they do not depend on the order of the pairs, and ten residuals of 0.1 s have a mae of
+        exactly 0.1.  Perfect: 0 for the errors, 1 for ``fraction_within``.  Reference:
         Münchmeyer et al. (2022) for MAE/RMSE/outlier fractions.
 
     Examples
@@ -148,18 +235,28 @@ def timing_stats(residual_ns: ArrayLike, *, tol: float) -> dict[str, Any]:
     >>> s = timing_stats([-100_000_000, 100_000_000, 300_000_000, 600_000_000], tol=0.5)
     >>> round(s["mae"], 3), round(s["bias"], 3), s["gross_error_rate"], s["fraction_within"].tolist()
     (0.275, 0.2, 0.25, [0.5, 0.5, 0.75])
+    >>> timing_stats([100_000_000] * 10, tol=0.5)["mae"]
+    0.1
     """
-    e_ns = np.sort(np.asarray(residual_ns, dtype=np.int64))
-    e = e_ns / 1e9
-    return _stats_sorted(e, np.sort(np.abs(e)), float(tol), e_ns)
+    e_ns = np.asarray(residual_ns, dtype=np.int64)
+    swept = _sweep(e_ns, np.ones(e_ns.size, dtype=np.int64), 1, float(tol))
+    out: dict[str, Any] = {name: swept[name][0] for name in TIMING_NAMES + QUANTILE_NAMES}
+    out["n_pairs"] = int(out["n_pairs"])
+    for name in out:
+        if name not in ALONG and name != "n_pairs":
+            out[name] = float(out[name])
+    return out
 
 
 def timing_sweep(residual_ns: ArrayLike, conf: ArrayLike, thresholds: ArrayLike, *,
                  tol: float) -> dict[str, NDArray[Any]]:
     """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) at every threshold: over the pairs with ``conf >= θ``.
 
-    One sort serves every threshold: masking a sorted array keeps it sorted.  Each statistic is an array
-    along the thresholds (``fraction_within``: thresholds × :data:`WITHIN`).
+    Each pair is given the number of thresholds its confidence clears; the exact sums are kept per such
+    level and the order statistics of every threshold's set read from one sort
+    (:func:`pickscale.metrics.ranks.nested_order_statistics`), so the cost is that of sorting the pairs,
+    not thresholds × pairs.  Each statistic is an array along the thresholds (``fraction_within``:
+    thresholds × :data:`WITHIN`).
 
     Examples
     --------
@@ -169,20 +266,13 @@ def timing_sweep(residual_ns: ArrayLike, conf: ArrayLike, thresholds: ArrayLike,
     """
     residual_ns = np.asarray(residual_ns, dtype=np.int64)
     conf = np.asarray(conf, dtype=np.float64)
-    by_e = np.lexsort((conf, residual_ns))
-    e_ns_sorted = residual_ns[by_e]
-    e_sorted, e_conf = e_ns_sorted / 1e9, conf[by_e]
-    abs_ns = np.abs(residual_ns)
-    by_a = np.lexsort((conf, abs_ns))
-    a_sorted, a_conf = abs_ns[by_a] / 1e9, conf[by_a]
-    rows = []
-    for theta in np.asarray(thresholds, dtype=np.float64):
-        keep = e_conf >= theta
-        rows.append(_stats_sorted(e_sorted[keep], a_sorted[a_conf >= theta], float(tol), e_ns_sorted[keep]))
-    out = {name: np.array([r[name] for r in rows], dtype=np.float64).reshape(len(rows), *_along(name))
-           for name in TIMING_NAMES + QUANTILE_NAMES}
-    out["n_pairs"] = out["n_pairs"].astype(np.int64)
-    return out
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    rank = np.argsort(thresholds, kind="stable")
+    # conf >= θ_j exactly when more than j of the (sorted) thresholds are <= conf.
+    level = np.searchsorted(thresholds[rank], conf, side="right").astype(np.int64)
+    swept = _sweep(residual_ns, level, thresholds.size, float(tol))
+    back = np.argsort(rank, kind="stable")
+    return {name: values[back] for name, values in swept.items()}
 
 
 def _along(name: str) -> tuple[int, ...]:

@@ -239,7 +239,11 @@ def pair_statistics_of(ds: xr.Dataset, options: Options) -> dict[str, dict[str, 
     key = (np.asarray(ds.pair_dataset.values).astype(np.int64) * nm + ds.pair_model.values) * 2 + ds.pair_phase.values
     conf = np.asarray(ds.pair_conf.values)
     group = np.asarray(ds.pair_group.values) if grouped else np.zeros(key.size, np.int32)
-    # Pairs are sorted by (dataset, model, phase, …): each stream is one contiguous run.
+    # Each segment's pairs are sorted by (dataset, model, phase, …) (an extended store has several, SPEC §11):
+    # a stable sort on the stream makes each stream one run (its statistics do not depend on the order).
+    if key.size and (np.diff(key) < 0).any():
+        order = np.argsort(key, kind="stable")
+        key, residual_ns, conf, group = key[order], residual_ns[order], conf[order], group[order]
     bounds = np.flatnonzero(np.diff(key)) + 1
     streams = {}
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, key.size]):

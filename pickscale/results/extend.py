@@ -46,13 +46,15 @@ from ..kernel import PER_STATION, StationStack, add_fine, score_station
 from ..kernel.bins import bin_edges
 from ..kernel.combine import DENSE_BINNED
 from ..options import Options
+from ..store.segments import PairParts
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .events import events_of, merge_event_counts
 from .rates import merged_rates
 from .variables import STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
 
-__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "union_edges",
+__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "appended_pairs",
+           "union_edges",
            "bin_starts_ns", "BATCH_ROWS"]
 
 #: The exact sums a store must hold to be extended (stores written before they were kept lack them).
@@ -247,7 +249,7 @@ BATCH_ROWS = 2**20
 _PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
 
 
-def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str, list[str]],
+def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mapping[str, list[str]],
                   datasets: list[str], models: list[str], stations: list[str], rows: int = BATCH_ROWS,
                   check: Callable[[int, Mapping[str, np.ndarray]], None] | None = None,
                   put: Callable[[dict[str, np.ndarray]], Any] | None = None) -> dict[int, list[Any]]:
@@ -256,7 +258,8 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str,
     A stream is a (dataset, model, phase) of the merged coordinates, coded ``(dataset · n_models + model)
     · 2 + phase`` (:class:`pickscale.engine.pairs.Codes`); a share holds some of the stream's pairs --
     ``station`` (merged index), ``residual_ns``, ``conf`` and ``group`` columns -- stored side first, each
-    side's in its order.  The pairs of a replaced (dataset, model) are left out of the stored side.
+    side's in its order.  The pairs of a replaced (dataset, model) are left out of the stored side.  ``new``
+    None: the stored side's alone (an extension that appends its pairs: :func:`appended_pairs`).
 
     The sides' pairs are read a batch of ``rows`` at a time (a store opened lazily reads those chunks only;
     pairs left on a cluster are fetched a batch at a time), so this process never holds every pair:
@@ -273,6 +276,8 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str,
     nm = len(models)
     out: dict[int, list[Any]] = {}
     for side, ds in enumerate((stored, new)):
+        if ds is None:
+            continue
         d_of, m_of = index(ds["dataset"].values, datasets), index(ds["model"].values, models)
         s_of = index(ds["station"].values, stations)
         dropped = np.zeros((d_of.size, m_of.size), dtype=bool)  # the stored (dataset, model)s replaced
@@ -309,10 +314,72 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str,
     return dict(sorted(out.items()))
 
 
+def appended_pairs(stored: xr.Dataset, new: xr.Dataset, *, datasets: list[str], models: list[str],
+                   stations: list[str], store: Any = None) -> tuple[dict[str, Any], PairParts]:
+    """The merged pair variables of an extension that appends its pairs: the stored ones, then the new run's.
+
+    Each side's pairs keep their order (the stored segments', then the new run's canonical order, SPEC §9),
+    their indices mapped onto the merged coordinates (``datasets``, ``models``, ``stations``: each side's
+    names are a sorted subset of them, so the maps keep the order).  Returns the variables (Dask arrays: the
+    stored rows read lazily from the store, the new ones where the run left them) and the
+    :class:`~pickscale.store.segments.PairParts` that :func:`pickscale.store.save` writes them from
+    (``store``: the local store ``stored`` was opened from, whose unchanged chunks a save in its place links).
+    """
+    import dask.array as da  # lazy: only an extension (which runs on Dask) appends pairs
+
+    def lut(values: Any, into: list[str]) -> np.ndarray | None:
+        at = {name: i for i, name in enumerate(into)}
+        out = np.array([at[str(v)] for v in values], dtype=np.int64)
+        return None if np.array_equal(out, np.arange(out.size)) else out
+
+    def maps(ds: xr.Dataset) -> dict[str, np.ndarray | None]:
+        return {"pair_dataset": lut(ds["dataset"].values, datasets), "pair_model": lut(ds["model"].values, models),
+                "pair_station": lut(ds["station"].values, stations)}
+
+    def on_merged(values: Any, table: np.ndarray | None, dtype: Any) -> Any:
+        return values if table is None else values.map_blocks(_on_table, table, dtype, dtype=dtype)
+
+    rows = stored.sizes.get("pair", 0)
+    stored_maps, new_maps = maps(stored), maps(new)
+    data: dict[str, Any] = {}
+    stored_parts, new_parts, chunk_rows = {}, {}, {}
+    for name in _PAIR_VARIABLES:
+        dtype = new[name].dtype
+        old = stored[name].variable
+        chunk_rows[name] = int(stored[name].encoding.get("chunks", (0,))[0] or 0)
+        stored_parts[name] = (old, stored_maps.get(name))
+        fresh = new[name].variable._data if not new[name].variable._in_memory else new[name].values
+        if old._in_memory and not isinstance(fresh, da.Array):  # both sides here: NumPy, as a run's
+            new_parts[name] = _on_table(np.asarray(fresh), new_maps.get(name), dtype)
+            data[name] = np.concatenate([_on_table(old.values, stored_maps.get(name), dtype), new_parts[name]])
+            continue
+        fresh = fresh if isinstance(fresh, da.Array) else da.from_array(np.asarray(fresh), chunks=BATCH_ROWS)
+        new_parts[name] = on_merged(fresh, new_maps.get(name), dtype)
+        kept = on_merged(da.from_array(_Rows(old), chunks=BATCH_ROWS), stored_maps.get(name), dtype)
+        data[name] = da.concatenate([kept.astype(dtype), new_parts[name]])
+    return data, PairParts(rows=rows, stored=stored_parts, new=new_parts, store=store, chunk_rows=chunk_rows)
+
+
+class _Rows:
+    """A stored variable (read lazily from its store) as Dask reads an array: each slice loaded as NumPy."""
+
+    def __init__(self, variable: xr.Variable) -> None:
+        self.variable, self.shape, self.dtype, self.ndim = variable, variable.shape, variable.dtype, variable.ndim
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return np.asarray(self.variable[key].values)
+
+
+def _on_table(values: np.ndarray, table: np.ndarray | None, dtype: Any) -> np.ndarray:
+    """Indices ``values`` mapped by ``table`` (None: unchanged), as ``dtype``."""
+    return (values if table is None else table[values]).astype(dtype, copy=False)
+
+
 def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
                   replaced: Mapping[str, list[str]] | None = None,
                   attrs: Mapping[str, Any] | None = None,
-                  streams: Callable[[Callable[..., dict[int, list[Any]]], int, int], Any] | None = None
+                  streams: Callable[[Callable[..., dict[int, list[Any]]], int, int], Any] | None = None,
+                  pairs: Callable[[list[str], list[str], list[str]], Any] | None = None,
                   ) -> xr.Dataset:
     """The results of ``stored`` and ``new`` together (same options), every metric derived again.
 
@@ -325,6 +392,8 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     merged pairs and their statistics
     (:func:`pickscale.engine.pairs.streams_of`: on the extension's cluster, where the pairs then stay);
     by default they are merged here, station by station, with the counts.
+    ``pairs``: instead of ``streams``, the merged pairs and their statistics from the merged coordinates
+    (datasets, models, stations): an extension that appends its pairs (:func:`appended_pairs`).
     """
     options = Options.from_attrs(stored.attrs["options"])
     given = Options.from_attrs(new.attrs["options"])
@@ -338,7 +407,7 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     per_dataset = {}
     for d in datasets:
         in_a, in_b = d in stored["dataset"].values, d in new["dataset"].values
-        with_pairs = streams is None
+        with_pairs = streams is None and pairs is None
         a = (counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ())), with_pairs=with_pairs) if in_a
              else _empty())
         b = counts_of(new, d, with_pairs=with_pairs) if in_b else _empty()
@@ -357,12 +426,14 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
                 same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b)
     out_attrs = dict(stored.attrs if attrs is None else attrs)
     out_attrs.pop("options", None)
-    pairs = None
-    if streams is not None:
-        models = sorted({m for c in per_dataset.values() for m in c.models})
-        stations = sorted({s for c in per_dataset.values() for s in c.stations})
+    merged_pairs = None
+    models = sorted({m for c in per_dataset.values() for m in c.models})
+    stations = sorted({s for c in per_dataset.values() for s in c.stations})
+    if pairs is not None:
+        merged_pairs = pairs(datasets, models, stations)
+    elif streams is not None:
         shares_of = functools.partial(stream_shares, stored, new, replaced=replaced or {}, datasets=datasets,
                                       models=models, stations=stations)
-        pairs = streams(shares_of, len(datasets), len(models))
+        merged_pairs = streams(shares_of, len(datasets), len(models))
     rates = merged_rates(stored, new, replaced=replaced)  # SPEC §20: picks added, days united
-    return assemble(per_dataset, options=options, attrs=out_attrs, pairs=pairs, rates=rates)
+    return assemble(per_dataset, options=options, attrs=out_attrs, pairs=merged_pairs, rates=rates)

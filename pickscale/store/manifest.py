@@ -38,7 +38,8 @@ from typing import Any
 
 from pickscale.errors import StoreError
 
-__all__ = ["MANIFEST", "write_manifest", "manifest_text", "read_manifest", "check_manifest", "damaged"]
+__all__ = ["MANIFEST", "write_manifest", "linked_entries", "manifest_text", "read_manifest", "check_manifest",
+           "damaged"]
 
 #: Every file of the store (root ``zarr.json`` included) with its size and
 #: SHA-256, written last, before the store is moved into place;
@@ -47,20 +48,26 @@ MANIFEST = "pickscale-manifest.json"
 _MANIFEST_FORMAT = 2
 
 
-def write_manifest(store: pathlib.Path) -> None:
+def write_manifest(store: pathlib.Path, *, known: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Record every file of a freshly written store with its size and SHA-256 (fsynced).
 
     The root ``zarr.json`` is listed like every other file; only the manifest
     itself is not.  It is written in one canonical form (:func:`manifest_text`),
     so that a reader can tell a manifest changed after it was written.
+    ``known``: the entries of files linked from the store being replaced (the same files, so the same
+    bytes: :func:`linked_entries`), not read again.
     """
     files = {}
+    known = known or {}
     for folder, dirs, names in os.walk(store):
         dirs.sort()
         for name in sorted(names):
             path = pathlib.Path(folder, name)
             rel = path.relative_to(store).as_posix()
             if rel == MANIFEST:
+                continue
+            if rel in known:
+                files[rel] = {"sha256": known[rel]["sha256"], "size": known[rel]["size"]}
                 continue
             digest = hashlib.sha256()
             size = 0
@@ -76,6 +83,21 @@ def write_manifest(store: pathlib.Path) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+def linked_entries(source: pathlib.Path, linked: list[str]) -> dict[str, dict[str, Any]]:
+    """The manifest entries of ``source`` for the files ``linked`` from it (hard links: the same files).
+
+    A file that is not listed, or whose size on disk is not the listed one, is left out (it is then hashed
+    like any other): the new manifest never vouches for more than the old one did.
+    """
+    listed = read_manifest(source, (source / MANIFEST).read_bytes() if (source / MANIFEST).exists() else None)
+    out = {}
+    for rel in linked:
+        entry = listed.get(rel)
+        if entry is not None and (source / rel).stat().st_size == entry["size"]:
+            out[rel] = dict(entry)
+    return out
 
 
 def manifest_text(manifest: Mapping[str, Any]) -> str:

@@ -31,11 +31,12 @@ from . import temporaries
 from .cleanup import remove_dead_siblings
 from .codec import sanitise
 from .locks import HELD, acquire_lock, confirm_held, release_lock
-from .manifest import write_manifest
+from .manifest import linked_entries, write_manifest
 from .paths import PathLike, check_parent, check_replaceable, describe, fsync_dir, local_store_path, sibling
 from .remote import check_remote, is_remote, save_remote
 from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
-from .writing import write_dataset
+from .segments import PAIR_PARTS, PairParts
+from .writing import Pending, start_dataset, write_dataset
 
 __all__ = ["save", "IN_MEMORY_BYTES"]
 
@@ -122,6 +123,7 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False,
         url = check_remote(os.fspath(path))
         save_remote(ds, url, overwrite=overwrite, storage_options=storage_options)
         return url
+    parts = ds.encoding.get(PAIR_PARTS)  # an extension's pairs: the stored ones, then the new segment
     target = local_store_path(path, what="results store")
     check_parent(target)
     check_replaceable(target, overwrite)
@@ -136,7 +138,7 @@ def save(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False,
         tmp = sibling(target, "tmp")
         _claim(tmp, target)  # before the temporary: another host sees whose it is, and until when
         try:
-            _write_complete_store(clean, tmp, target)
+            _write_complete_store(clean, tmp, target, parts)
             confirm_held(target)  # a lease that ran out meanwhile: another run may be writing
             _move_into_place(tmp, target)
         except BaseException:
@@ -161,20 +163,33 @@ def _claim(path: pathlib.Path, target: pathlib.Path) -> None:
                          "target") from exc
 
 
-def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.Path) -> None:
-    """Write ``clean`` to ``tmp``, mark it complete and consolidate; clean up on failure."""
+def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.Path,
+                          parts: PairParts | None = None) -> None:
+    """Write ``clean`` to ``tmp``, mark it complete and consolidate; clean up on failure.
+
+    ``parts``: an extension's pairs (:class:`~pickscale.store.segments.PairParts`); the whole chunks of the
+    stored ones that do not change are linked from the store at ``target``, with the SHA-256 its manifest
+    lists for them (they are the same files).
+    """
     try:
-        if clean.nbytes <= IN_MEMORY_BYTES:
-            # Zarr makes each array by several round trips to its event-loop thread (create, attributes,
-            # chunks: ~200 for a study's ~70 variables), each a few milliseconds into files and a fraction of
-            # one into memory: the store is built in memory and its files written after (the same bytes).
-            files: dict[str, Any] = {}
-            _complete_store(clean, zarr.storage.MemoryStore(store_dict=files))
-            _write_files(tmp, files)
-        else:
-            _complete_store(clean, tmp)  # (Dask-backed variables a chunk range at a time)
+        # Zarr makes each array by several round trips to its event-loop thread (create, attributes,
+        # chunks: ~200 for a study's ~70 variables), each a few milliseconds into files and a fraction of
+        # one into memory: the store is built in memory and its files written after (the same bytes) -- all
+        # of it for a small Dataset; else every array's metadata and the in-memory variables, the large
+        # Dask-backed ones (the residual pairs) then filled into the folder a chunk range at a time.
+        linking = parts is not None and parts.links
+        files: dict[str, Any] = {}
+        pending = _complete_store(clean, zarr.storage.MemoryStore(store_dict=files), parts,
+                                  whole=clean.nbytes <= IN_MEMORY_BYTES and not linking, linking=linking)
+        _write_files(tmp, files)
+        del files
+        known = {}
+        if pending is not None:
+            # (an extension's unchanged stored chunks linked from the store it replaces)
+            linked = pending.fill(tmp, target if linking else None)
+            known = linked_entries(target, linked) if linked else {}
         # Last, so that consolidating does not list it as a would-be Zarr node.
-        write_manifest(tmp)
+        write_manifest(tmp, known=known)
     except BaseException as exc:
         _remove_temporary(tmp)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -185,9 +200,15 @@ def _write_complete_store(clean: xr.Dataset, tmp: pathlib.Path, target: pathlib.
         ) from exc
 
 
-def _complete_store(clean: xr.Dataset, store: Any) -> None:
-    """``clean`` written to ``store``, marked complete and consolidated."""
-    write_dataset(clean, store)
+def _complete_store(clean: xr.Dataset, store: Any, parts: PairParts | None = None, *, whole: bool,
+                    linking: bool) -> Pending | None:
+    """``clean`` written to ``store``, marked complete and consolidated; what is left to fill (``whole``:
+    nothing; else the large Dask-backed variables, :func:`~pickscale.store.writing.start_dataset`)."""
+    if whole:
+        write_dataset(clean, store, parts=parts)
+        pending = None
+    else:
+        pending = start_dataset(clean, store, parts=parts, linking=linking)
     group = zarr.open_group(store, mode="r+", zarr_format=3)
     group.attrs.update({COMPLETE: True, SCHEMA: SCHEMA_VERSION})
     with warnings.catch_warnings():
@@ -195,6 +216,7 @@ def _complete_store(clean: xr.Dataset, store: Any) -> None:
         # known and intended (xarray reads it), not something for users.
         warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
         zarr.consolidate_metadata(store, zarr_format=3)
+    return pending
 
 
 def _write_files(folder: pathlib.Path, files: dict[str, Any]) -> None:

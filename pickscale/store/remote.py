@@ -43,6 +43,7 @@ from .codec import _decoded_text, sanitise
 from .consistency import check_results
 from .paths import describe, url_scheme
 from .schema import COMPLETE, MARKERS, SCHEMA, SCHEMA_VERSION, VERSION, check_pickscale_attrs
+from .segments import PAIR_PARTS
 from .writing import write_dataset
 
 __all__ = ["SCHEMES", "is_remote", "cloud_installed", "check_remote", "RemoteStore", "reserve", "save_remote",
@@ -235,7 +236,8 @@ def save_remote(ds: xr.Dataset, url: str, *, overwrite: bool = False, message: s
         clean.attrs[VERSION] = __version__
     session = writer.session
     try:
-        write_dataset(clean, session.store)  # (Dask-backed variables a chunk range at a time)
+        # (Dask-backed variables a chunk range at a time; an extension's stored pairs read here, the new fetched)
+        write_dataset(clean, session.store, parts=ds.encoding.get(PAIR_PARTS))
         zarr.open_group(session.store, mode="r+", zarr_format=3).attrs.update({COMPLETE: True, SCHEMA: SCHEMA_VERSION})
         version = session.commit(message or f"pickscale {clean.attrs.get(VERSION)}: results saved")
     except icechunk.ConflictError:

@@ -44,7 +44,10 @@ __all__ = [
 #: 4: the names before the first release (docs/CHANGELOG.md): ``n_pairs``, ``residual_mean``, ``residual_std``,
 #: ``fraction_within`` on dim ``within``, ``matched_budget`` and the dim ``budget``, and the pick-rate days as
 #: runs (``rate_run_*``, SPEC §20); a schema-3 store holds the old names and is refused (re-run score).
-SCHEMA_VERSION: int = 4
+#: 5: SPEC §5's means exact (sums in integer ns, rounded once), the residual pairs in chunks of a fixed number
+#: of rows and, once extended, in segments (``pair_segments``, SPEC §11); a schema-4 store's means are the
+#: float sums of before, which its pairs no longer give (refused: re-run score).
+SCHEMA_VERSION: int = 5
 
 COMPLETE = "pickscale_complete"
 SCHEMA = "pickscale_schema"

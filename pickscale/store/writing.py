@@ -13,12 +13,16 @@ Each Dask-backed variable gets the chunks Zarr gives the same array held in memo
 
 from __future__ import annotations
 
+import pathlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["write_dataset", "zarr_chunks", "BLOCK_BYTES"]
+from .segments import PairParts, link_chunks, pair_chunk_rows
+
+__all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "BLOCK_BYTES"]
 
 #: The most bytes of one variable fetched and written at a time.
 BLOCK_BYTES = 32 * 2**20
@@ -37,8 +41,22 @@ def zarr_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(int(c) for c in _guess_chunks(tuple(shape), int(itemsize)))
 
 
-def write_dataset(clean: xr.Dataset, store: Any) -> None:
+def chunks_of(name: str, var: xr.Variable) -> tuple[int, ...]:
+    """The Zarr chunks of variable ``name``: :func:`~pickscale.store.segments.pair_chunk_rows` for the residual
+    pairs (an extension finds their stored chunks whole), what Zarr would choose for the rest."""
+    if var.dims[:1] == ("pair",):
+        return (pair_chunk_rows(var.shape[0]), *var.shape[1:])
+    return zarr_chunks(var.shape, var.dtype.itemsize)
+
+
+def write_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = None,
+                  target: pathlib.Path | None = None) -> list[str]:
     """Write ``clean`` (as :func:`pickscale.store.codec.sanitise` returns it) to ``store`` (a path or a Zarr store).
+
+    ``parts``: how an extended Dataset's pairs are made (:class:`~pickscale.store.segments.PairParts`): the
+    stored rows are read here and the new ones fetched from wherever they are, a block at a time; with
+    ``target`` (the local store that ``store``, a folder, will replace) the stored chunks that do not change
+    are linked from it, not written.  Returns the store-relative paths of the files so linked.
 
     Examples
     --------
@@ -46,36 +64,101 @@ def write_dataset(clean: xr.Dataset, store: Any) -> None:
     >>> ds = xr.Dataset({"x": ("pair", da.arange(10, chunks=3)), "y": ("phase", [1, 2])})
     >>> path = tempfile.mkdtemp()
     >>> write_dataset(ds, path)
+    []
     >>> zarr.open_group(path)["x"][:].tolist(), zarr.open_group(path)["x"].chunks
     ([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], (10,))
     """
-    lazy = [name for name in clean.data_vars if _is_dask(clean[name].data) and clean[name].ndim]
-    if sum(clean[name].nbytes for name in lazy) <= BLOCK_BYTES:
+    pending = start_dataset(clean, store, parts=parts, linking=target is not None)
+    return pending.fill(store, target) if pending is not None else []
+
+
+def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = None,
+                  linking: bool = False) -> Pending | None:
+    """Write ``clean`` to ``store``, but for the data of its large Dask-backed variables: those are
+    :class:`Pending` (their arrays made, to be filled by :meth:`Pending.fill`, into ``store`` or a copy of its
+    files); None when everything is written.  ``linking``: an extension's stored chunks may be linked (then
+    its pairs are always left pending)."""
+    from_parts = [name for name in (parts.new if parts is not None else ()) if _is_dask(clean[name].data)]
+    lazy = [name for name in clean.data_vars
+            if _is_dask(clean[name].data) and clean[name].ndim and name not in from_parts]
+    encoding = {name: {"chunks": chunks_of(str(name), clean[name].variable)} for name in clean.data_vars
+                if clean[name].dims[:1] == ("pair",)}
+    linking = linking and parts is not None and parts.links
+    if sum(clean[name].nbytes for name in (*lazy, *from_parts)) <= BLOCK_BYTES and not linking:
         # Small enough to hold at once (every small study): fetched in one round trip and written in one pass,
-        # not a region write per variable — the same bytes, since arrays in memory get zarr_chunks anyway.
+        # not a region write per variable -- the same bytes, since the chunks are the same.
         clean = clean.copy()
         for name, values in zip(lazy, _compute_all([clean[name].data for name in lazy])):
             clean[name] = clean[name].variable.copy(data=values)
-        clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False)
-        return
+        for name in from_parts:
+            assert parts is not None
+            values = _from_parts(parts, str(name))(0, clean[name].shape[0])
+            clean[name] = clean[name].variable.copy(data=values)
+        clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+        return None
     chunked = clean.copy()
-    for name in lazy:
+    for name in (*lazy, *from_parts):
         var = clean[name].variable
-        chunked[name] = var.chunk(dict(zip(var.dims, zarr_chunks(var.shape, var.dtype.itemsize))))
-    # Every in-memory variable and every array's metadata now; the Dask-backed data below.
-    chunked.to_zarr(store, mode="w", zarr_format=3, consolidated=False, compute=False)
-    for name in lazy:
-        var = chunked[name].variable
-        dim, rows = var.dims[0], var.data.chunks[0][0]
-        row_bytes = var.dtype.itemsize * int(np.prod(var.shape[1:], dtype=np.int64))
-        step = rows * max(1, BLOCK_BYTES // max(1, rows * row_bytes))
-        compute = _computer(var.data)
-        for start in range(0, var.shape[0], step):
-            stop = min(start + step, var.shape[0])
-            block = compute(var.data[start:stop])
-            xr.Dataset({name: (var.dims, block, var.attrs)}).to_zarr(
-                store, region={str(dim): slice(start, stop)}, zarr_format=3, consolidated=False)
-            del block
+        chunked[name] = var.chunk(dict(zip(var.dims, chunks_of(str(name), var))))
+    # Every in-memory variable and every array's metadata now; the Dask-backed data by Pending.fill.
+    chunked.to_zarr(store, mode="w", zarr_format=3, consolidated=False, compute=False, encoding=encoding)
+    return Pending(chunked, [*lazy, *from_parts], set(from_parts), parts)
+
+
+@dataclass
+class Pending:
+    """The large Dask-backed variables of a store whose arrays are made but not yet filled."""
+
+    chunked: xr.Dataset
+    names: list[Any]
+    from_parts: set[Any]
+    parts: PairParts | None
+
+    def fill(self, store: Any, target: pathlib.Path | None = None) -> list[str]:
+        """Write their data into ``store``, a range of whole chunks of at most :data:`BLOCK_BYTES` at a time;
+        with ``target``, link an extension's unchanged stored chunks from it (their paths returned)."""
+        linked: list[str] = []
+        for name in self.names:
+            var = self.chunked[name].variable
+            dim, rows = var.dims[0], var.data.chunks[0][0]
+            row_bytes = var.dtype.itemsize * int(np.prod(var.shape[1:], dtype=np.int64))
+            step = rows * max(1, BLOCK_BYTES // max(1, rows * row_bytes))
+            start = 0
+            if name in self.from_parts:
+                assert self.parts is not None
+                read = _from_parts(self.parts, str(name))
+                whole = self.parts.linkable(str(name), target, rows) if target is not None else 0
+                if whole:
+                    linked += link_chunks(target, pathlib.Path(store), str(name), whole)  # type: ignore[arg-type]
+                    start = whole * rows
+            else:
+                compute = _computer(var.data)
+                read = lambda a, b, data=var.data, compute=compute: compute(data[a:b])  # noqa: B023
+            for a in range(start, var.shape[0], step):
+                b = min(a + step, var.shape[0])
+                block = read(a, b)
+                xr.Dataset({name: (var.dims, block, var.attrs)}).to_zarr(
+                    store, region={str(dim): slice(a, b)}, zarr_format=3, consolidated=False)
+                del block
+        return linked
+
+
+def _from_parts(parts: PairParts, name: str) -> Any:
+    """Rows ``a:b`` of an extended pair variable: its stored rows read here, its new rows fetched."""
+    new = parts.new[name]
+    compute = _computer(new) if _is_dask(new) else np.asarray
+    if parts.rows == 0 and not _is_dask(new):
+        return lambda a, b: np.asarray(new[a:b])
+
+    def read(a: int, b: int) -> np.ndarray:
+        pieces = []
+        if a < parts.rows:
+            pieces.append(parts.stored_rows(name, a, min(b, parts.rows)))
+        if b > parts.rows:
+            pieces.append(np.asarray(compute(new[max(a, parts.rows) - parts.rows:b - parts.rows])))
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    return read
 
 
 def _compute_all(arrays: list[Any]) -> list[np.ndarray]:

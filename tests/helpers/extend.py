@@ -72,3 +72,28 @@ def generated(seed: int = 5, *, shift_days: int = 7) -> tuple[pd.DataFrame, pd.D
             time=pd.to_datetime(cat.picks_canonical["time"], utc=True) + shift)))
     cut = parts_picks[0]["time"].max() + DAY
     return pd.concat(parts_ref, ignore_index=True), pd.concat(parts_picks, ignore_index=True), cut
+
+
+#: The residual pairs' variables, in canonical-order rank (SPEC §9).
+PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf", "pair_group")
+
+
+def canonical_pairs(ds) -> dict:
+    """``ds``'s residual pairs (NumPy) in the canonical order of one run: an extended store keeps its segments
+    one after the other (SPEC §11), which holds the same pairs."""
+    import numpy as np
+
+    names = [v for v in PAIR_VARIABLES if v in ds]
+    values = {v: np.asarray(ds[v].values) for v in names}
+    order = np.lexsort(tuple(values[v] for v in reversed(names))) if names else np.zeros(0, dtype=np.int64)
+    return {v: values[v][order] for v in names}
+
+
+def differing(a, b) -> list[str]:
+    """The variables of ``a`` and ``b`` that differ: the pairs compared as one run holds them."""
+    import numpy as np
+
+    pa, pb = canonical_pairs(a), canonical_pairs(b)
+    differ = [v for v in a.data_vars if v not in pa and not a[v].equals(b[v])]
+    differ += [v for v in pa if v not in pb or not np.array_equal(pa[v], pb[v])]
+    return differ

@@ -4,6 +4,7 @@ tell."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,4 +19,13 @@ def edit_array(store: Path, name: str, change: Callable[[np.ndarray], None]) -> 
     values = array[...]
     change(values)
     array[...] = values
+    write_manifest(store)
+
+
+def edit_attrs(store: Path, change: Callable[[dict], None]) -> None:
+    """The store's root attributes changed (``change`` edits them in place), then the manifest written again."""
+    meta_file = store / "zarr.json"
+    meta = json.loads(meta_file.read_text())
+    change(meta["attributes"])
+    meta_file.write_text(json.dumps(meta))
     write_manifest(store)

@@ -13,7 +13,7 @@ from pickscale.engine.extension import extended, reference_digest
 from pickscale.errors import InputError, OptionsError, StoreError
 from pickscale.report.tables import to_csv_bytes
 from pickscale.results.extend import counts_of
-from tests.helpers.extend import DAY, START, generated, stretches
+from tests.helpers.extend import DAY, START, differing, generated, stretches
 
 pytestmark = pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")
 
@@ -27,7 +27,7 @@ def same(a, b) -> None:
     assert sorted(ta) == sorted(tb)
     for name in ta:
         assert ta[name] == tb[name], name
-    differ = [v for v in a.data_vars if not a[v].equals(b[v])]
+    differ = differing(a, b)  # (an extension's pairs: its segments, the one run's pairs)
     assert not differ, differ
 
 

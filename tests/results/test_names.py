@@ -81,13 +81,13 @@ def test_the_table_columns_follow_the_variables(scored):
 
 @pytest.mark.slow
 def test_a_store_of_schema_3_is_refused(scored, tmp_path):
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     target = save(scored, tmp_path / "r.zarr")
     meta = json.loads((target / "zarr.json").read_text())
     meta["attributes"]["pickscale_schema"] = 3  # the names before issue 24 item 4
     (target / "zarr.json").write_text(json.dumps(meta))
     with pytest.raises(StoreError, match=r"has store schema 3 \(an earlier pickscale wrote it\), but this "
-                                         r"pickscale \(.*\) reads schema 4; re-run `pickscale score`"):
+                                         r"pickscale \(.*\) reads schema 5; re-run `pickscale score`"):
         open_results(target)
 
 

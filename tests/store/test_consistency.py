@@ -10,7 +10,6 @@ opens as before.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -27,8 +26,7 @@ import pickscale
 from pickscale.cli import main
 from pickscale.errors import PickscaleWarning, StoreError
 from pickscale.store import open_results, save
-from pickscale.store.manifest import write_manifest
-from tests.helpers.stores import edit_array
+from tests.helpers.stores import edit_array, edit_attrs
 
 REFERENCE = pd.DataFrame({
     "station": ["A", "A", "A", "B", "B", "B"],
@@ -72,14 +70,6 @@ def store(pristine, tmp_path) -> Path:
 # --------------------------------------------------------------------------
 
 
-
-
-def edit_attrs(store: Path, change: Callable[[dict], None]) -> None:
-    meta_file = store / "zarr.json"
-    meta = json.loads(meta_file.read_text())
-    change(meta["attributes"])
-    meta_file.write_text(json.dumps(meta))
-    write_manifest(store)
 
 
 def index_of(results, **where: Any) -> tuple[int, ...]:

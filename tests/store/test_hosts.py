@@ -212,10 +212,10 @@ def test_a_save_leaves_its_lease_beside_its_temporary_and_removes_both(tmp_path,
     seen: list[tuple[str, dict]] = []
     real = publish._write_complete_store
 
-    def watching(clean, tmp, target):  # (only looks at the folder mid-save)
+    def watching(clean, tmp, target, *rest):  # (only looks at the folder mid-save)
         lease = tmp.with_name(tmp.name + ".lease")
         seen.append((lease.name, json.loads(lease.read_text())))
-        return real(clean, tmp, target)
+        return real(clean, tmp, target, *rest)
 
     monkeypatch.setattr(publish, "_write_complete_store", watching)
     target = save(ds(), tmp_path / "r.zarr")

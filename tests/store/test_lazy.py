@@ -19,6 +19,7 @@ import pickscale
 from pickscale.errors import StoreError
 from pickscale.report.tables import to_csv_bytes
 from pickscale.store import checked, open_results, save
+from pickscale.store.segments import PAIR_CHUNK_ROWS
 from tests.helpers.extend import generated
 
 pytestmark = pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")
@@ -62,8 +63,8 @@ def test_a_lazy_opening_is_a_whole_one_bit_for_bit(scored, tmp_path, reads):
 
 
 def test_a_slice_reads_the_chunks_it_needs(tmp_path, reads):
-    # 100,000 pairs: Zarr writes residual in 4 chunks of 25,000 (and pair_model in one of 100,000 bytes).
-    n = 100_000
+    # 4 · 2^18 pairs: every pair variable in 4 chunks of PAIR_CHUNK_ROWS = 2^18 rows (store/segments.py).
+    n = 4 * PAIR_CHUNK_ROWS
     ds = xr.Dataset({"residual": ("pair", np.linspace(-1, 1, n)),
                      "pair_model": ("pair", np.repeat(np.arange(4, dtype=np.int8), n // 4)),
                      "emitted": ("phase", [5, 7])}, coords={"phase": ["P", "S"]})
@@ -71,7 +72,7 @@ def test_a_slice_reads_the_chunks_it_needs(tmp_path, reads):
     got = open_results(target)
     # One model's residuals: the second quarter of the pairs.
     one = got.residual.isel(pair=slice(n // 4, n // 2)).values
-    assert reads == ["residual/c/1"]
+    assert reads == ["residual/c/1"] and got.residual.encoding["chunks"] == (PAIR_CHUNK_ROWS,)
     assert np.array_equal(one, ds.residual.values[n // 4:n // 2])
     assert got.emitted.values.tolist() == [5, 7]
 

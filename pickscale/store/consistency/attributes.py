@@ -1,5 +1,5 @@
 """The attributes the code relies on: ``options`` (they parse), ``extent`` (its documented shape),
-``bootstrap``, ``extensions``, ``warnings``."""
+``bootstrap``, ``extensions``, ``warnings``, ``pair_segments``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import xarray as xr
 from pickscale.errors import PickscaleError
 
 from ...options import Options
+from ..segments import SEGMENTS
 from .refusal import _bad_attribute
 
 
@@ -102,6 +103,15 @@ def _bootstrap_problem(settings: Any) -> str | None:
     return None
 
 
+def _segments_problem(lengths: Any, n_pairs: int) -> str | None:
+    """What is wrong with a ``pair_segments`` attribute: two or more whole lengths > 0 adding up to the pairs."""
+    if not isinstance(lengths, list) or len(lengths) < 2 or not all(_whole(v) and v > 0 for v in lengths):
+        return f"must list two or more segment lengths, each a whole number > 0; it is {lengths!r}"
+    if sum(lengths) != n_pairs:
+        return f"lists {sum(lengths)} pairs in its segments, but the store holds {n_pairs}"
+    return None
+
+
 def _check_attributes(store: pathlib.Path, ds: xr.Dataset) -> None:
     attrs = ds.attrs
     if "extent" in attrs:  # absent only in stores written before extents were kept (they are not extended)
@@ -118,6 +128,10 @@ def _check_attributes(store: pathlib.Path, ds: xr.Dataset) -> None:
     if "extensions" in attrs and not (isinstance(attrs["extensions"], list)
                                       and all(isinstance(e, dict) for e in attrs["extensions"])):
         raise _bad_attribute(store, attrs, "extensions", "is not a list of provenance entries (mappings)")
+    if SEGMENTS in attrs:  # an extended store's pairs: each segment's length (SPEC §11)
+        problem = _segments_problem(attrs[SEGMENTS], ds.sizes.get("pair", 0))
+        if problem:
+            raise _bad_attribute(store, attrs, SEGMENTS, problem)
     for name in ("inputs", "exclusions", "coverage", "unpicked"):
         if name in attrs and not isinstance(attrs[name], dict):
             raise _bad_attribute(store, attrs, name, f"is {type(attrs[name]).__name__}, not a mapping")

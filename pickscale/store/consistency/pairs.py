@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from ..segments import segments_of
 from .counts import _on
 from .refusal import _refuse
 
@@ -66,6 +67,9 @@ class PairCheck:
         self._hist = np.zeros(self.nd * self.nm * 2 * self.ns * (self.nt + 1), dtype=np.int64)
         self._last: list[np.ndarray] | None = None  # the previous batch's last pair (the order across batches)
         self._seen = 0
+        # Each segment (a run's pairs, then each extension's: SPEC §11) is in canonical order on its own.
+        lengths = segments_of(ds.attrs, ds.sizes.get("pair", 0))
+        self._starts = np.cumsum([0, *lengths])[1:-1] if lengths else np.zeros(0, dtype=np.int64)
 
     def _refuse(self, name: str, bad: np.ndarray, what: str, lo: int) -> None:
         hi = lo + bad.size
@@ -113,8 +117,12 @@ class PairCheck:
             for c in with_last:
                 wrong |= undecided & (c[:-1] > c[1:])
                 undecided &= c[:-1] == c[1:]
+            # (the later pair of each comparison: where a segment begins, the order begins again)
+            later = np.arange(wrong.size) + (lo if self._last is not None else lo + 1)
+            wrong &= ~np.isin(later, self._starts)
             self._refuse("pair_dataset", wrong if self._last is not None else np.r_[False, wrong],
-                         "pairs must be in canonical order (dataset, model, phase, station, residual, conf)", lo)
+                         "pairs must be in canonical order (dataset, model, phase, station, residual, conf) "
+                         "within each segment", lo)
         self._last = [c[-1:] for c in columns]
         # The thresholds each pair survives, counted per (dataset, model, phase, station): checked in finish.
         survives = np.searchsorted(np.asarray(options.grid), conf, side="right")
