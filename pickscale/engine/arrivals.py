@@ -39,14 +39,22 @@ class ClusterArrivals(Arrivals):
         self.client = client
 
     def _tasks(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> list[Any]:
-        shared = [delayed(a, pure=True, traverse=False) for a in args]  # one copy in the graph, not one per task
-        return [delayed(fn, pure=True)(b, *shared) for b in self.buckets]
+        # One copy of each argument in the graph, not one per task.  Keys of their own (not content hashes):
+        # a key another graph holds too (the run's plan) could be released there while this one waits for it.
+        shared = [delayed(a, pure=False, traverse=False) for a in args]
+        return [delayed(fn, pure=False)(b, *shared) for b in self.buckets]
 
     def map(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
         return compute(self._tasks(fn, args), self.client, label="reference", progress=False)
 
     def transform(self, fn: Callable[..., Any], *args: Any) -> ClusterArrivals:
-        return ClusterArrivals(persist(self._tasks(fn, args), self.client), self.client, self.n_rows)
+        from distributed import futures_of, wait
+
+        made = persist(self._tasks(fn, args), self.client)
+        # Made before these buckets may be let go: on a cluster, a bucket released while a task still waits
+        # for it is lost (the graph that names it does not keep it there).
+        wait(futures_of(made))
+        return ClusterArrivals(made, self.client, self.n_rows)
 
     def reduce(self, fn: Callable[..., Any], final: Callable[..., Any], *args: Any) -> Any:
         return compute([delayed(final)(*self._tasks(fn, args))], self.client, label="reference", progress=False)[0]
@@ -89,10 +97,10 @@ class ReferenceRead:
             del parts
             buckets = [join_pieces(*[s[j] for s in pieces]) for j in range(k)]
             return Arrivals(buckets, int(offsets[-1]))
-        shared = delayed(bounds, pure=True, traverse=False)
-        splits = [delayed(_split, nout=k, pure=True)(p, shared, int(offsets[i])) for i, p in enumerate(parts)]
-        joined = [delayed(join_pieces, pure=True)(*[s[j] for s in splits]) if k > 1
-                  else delayed(join_pieces, pure=True)(*splits) for j in range(k)]
+        shared = delayed(bounds, pure=False, traverse=False)
+        splits = [delayed(_split, nout=k, pure=False)(p, shared, int(offsets[i])) for i, p in enumerate(parts)]
+        joined = [delayed(join_pieces, pure=False)(*[s[j] for s in splits]) if k > 1
+                  else delayed(join_pieces, pure=False)(*splits) for j in range(k)]
         futures = persist(joined, self.client)
         return ClusterArrivals(futures, self.client, int(offsets[-1]))
 

@@ -316,9 +316,11 @@ def execute(run: Run) -> Executed:
         partials = exchange.shuffle(pick_parts, buckets, plan, shared_plan, options,
                                     conf_dtype=_conf_dtype(run.outlines), distributed=client is not None, cover=keep,
                                     optional=optional)
-    del buckets, pick_parts  # (the graphs of `partials` hold what they need of them)
+    del pick_parts  # (the graphs of `partials` hold what they need of them)
     tops = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=run.progress)
-    del partials
+    # The arrivals' codes are held until the partitions are scored: a bucket's codes released while a scoring
+    # task still waits for them are lost on a cluster (their graphs alone do not keep them there).
+    del partials, buckets
     # The residual pairs stay where they are: grouped, ordered and timed on the workers (engine/pairs.py).
     codes = codes_of(list(scope.datasets), dict(scope.models), plan.stations["station"].to_numpy(object))
     pairs = pair_columns(tops, codes, client, options=options, n_datasets=len(scope.datasets))
