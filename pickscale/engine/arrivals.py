@@ -22,7 +22,7 @@ from dask import delayed
 
 from ..io import Normalised
 from ..scope.arrivals import Arrivals, bucket_bounds, join_pieces, split_rows, station_counts
-from .graph import compute, persist, tree_reduce
+from .graph import compute, persist, tree_reduce, wait_for
 from .parts import Failure, report_of
 
 __all__ = ["BUCKET_ROWS", "ClusterArrivals", "read_reference", "ReferenceRead"]
@@ -48,12 +48,13 @@ class ClusterArrivals(Arrivals):
         return compute(self._tasks(fn, args), self.client, label="reference", progress=False)
 
     def transform(self, fn: Callable[..., Any], *args: Any) -> ClusterArrivals:
-        from distributed import futures_of, wait
+        from distributed import futures_of  # lazy: a cluster's module, on a cluster only
 
         made = persist(self._tasks(fn, args), self.client)
         # Made before these buckets may be let go: on a cluster, a bucket released while a task still waits
         # for it is lost (the graph that names it does not keep it there).
-        wait(futures_of(made))
+        for future in futures_of(made):
+            wait_for(future)
         return ClusterArrivals(made, self.client, self.n_rows)
 
     def reduce(self, fn: Callable[..., Any], final: Callable[..., Any], *args: Any) -> Any:
