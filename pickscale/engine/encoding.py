@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionsError
 from ..scope.arrivals import ROW, Arrivals, Bucket
+from ..scope.distance import CoordinateError, coordinate_message
 from ..scope.events import Events, codes_of, event_facts, events_of
 from ..scope.grouping import GroupFacts, GroupSpec, group_facts, group_values, labels_of
 from ..scope.grouping import codes_of as group_codes_of
@@ -38,16 +40,37 @@ class Grouping:
 
 
 def _group_facts(bucket: Bucket, spec: GroupSpec, stations: pd.DataFrame | None,
-                 found_columns: tuple[str, ...]) -> GroupFacts:
-    values = group_values(bucket.frame, spec, stations=stations, found_columns=found_columns)
-    return group_facts(spec, values, bucket.frame[ROW].to_numpy(np.int64))
+                 found_columns: tuple[str, ...]) -> GroupFacts | tuple[Any, ...]:
+    rows = bucket.frame[ROW].to_numpy(np.int64)
+    try:
+        values = group_values(bucket.frame, spec, stations=stations, found_columns=found_columns)
+    except CoordinateError as exc:  # said for the whole reference by the client: (order, what, …, rows, values)
+        first = pd.Series(exc.values[exc.bad], dtype=object).drop_duplicates().head(3)
+        return (exc.order, exc.what, exc.low, exc.high, int(exc.bad.size),
+                [(int(rows[exc.bad[i]]), v) for i, v in zip(first.index.tolist(), first.tolist())])
+    return group_facts(spec, values, rows)
+
+
+def _coordinate_error(found: list[tuple[Any, ...]]) -> OptionsError:
+    """The bad coordinates of the buckets as one error: the first coordinate (in the order they are checked) with a
+    bad value anywhere, how many there are, and its first three distinct values in input order."""
+    order = min(f[0] for f in found)
+    same = [f for f in found if f[0] == order]
+    seen = pd.Series([v for _, v in sorted((p for f in same for p in f[5]), key=lambda p: p[0])], dtype=object)
+    shown = ", ".join(repr(v) for v in pd.unique(seen)[:3])
+    _, what, low, high, _, _ = same[0]
+    return OptionsError(coordinate_message(what, low, high, sum(f[4] for f in same), shown), options=("group_by",))
 
 
 def group_labels_of(arrivals: Arrivals, spec: GroupSpec, *, stations: pd.DataFrame | None = None,
                     found_columns: Any = ()) -> Grouping:
     """The groups of the scored arrivals (their labels decided from every bucket's :class:`GroupFacts`)."""
     found = tuple(str(c) for c in found_columns)
-    facts = GroupFacts.merged(arrivals.map(_group_facts, spec, stations, found))
+    every = arrivals.map(_group_facts, spec, stations, found)
+    bad = [f for f in every if not isinstance(f, GroupFacts)]
+    if bad:
+        raise _coordinate_error(bad)
+    facts = GroupFacts.merged([f for f in every if isinstance(f, GroupFacts)])
     return Grouping(spec, stations, tuple(labels_of(spec, facts)), found)
 
 

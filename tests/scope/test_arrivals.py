@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -176,3 +177,29 @@ def test_scope_extent_groups_and_events_do_not_depend_on_the_buckets(case):
         assert (events is None) == (expected is None)
         if events is not None:
             assert events.names == expected.names and events.groups == expected.groups
+
+
+def test_bad_coordinates_are_said_for_the_whole_reference_whatever_the_buckets():
+    """A distance group's bad coordinates: counted over every bucket, the first distinct values in input order."""
+    from pickscale.io.normalise import kept_name
+    from pickscale.scope.distance import kept_columns
+    from pickscale.scope.grouping import reference_group_codes
+
+    n = 9
+    ref = pd.DataFrame({"dataset": ["d"] * n, "station": [f"S{i % 3}" for i in range(n)], "phase": ["P"] * n,
+                        "time": [i * S for i in range(n)]})
+    names = kept_columns()
+    columns = {name: [0.0] * n for name in ("event_latitude", "event_longitude", "station_latitude",
+                                            "station_longitude")}
+    columns["station_latitude"] = [0.0, "north", 91.0, 0.0, "north", 0.0, "south", 0.0, 95.0]
+    columns["event_longitude"] = [0.0] * 8 + [400.0]
+    for i, name in enumerate(names):
+        if name in columns:
+            ref[kept_name(i)] = pd.Series(columns[name], dtype=object)
+    spec = parse_group_by("distance:0,10")
+    with pytest.raises(Exception) as whole:
+        reference_group_codes(ref, spec)
+    for target in (1, 2, 4):
+        with pytest.raises(Exception) as parts:
+            group_labels_of(_bucketed(ref, [4], target), spec)
+        assert str(parts.value) == str(whole.value)
