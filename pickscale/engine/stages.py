@@ -4,10 +4,12 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
 
 1. **Read** every picks part (:mod:`pickscale.engine.inputs`, :mod:`pickscale.engine.parts`): normalised per
    distinct value and encoded as integer arrays (about 15 bytes a pick), kept on the worker that read it.  The
-   reference (one row per analyst arrival) is read in tasks too and gathered as codes.
+   reference (one row per analyst arrival) is read in tasks too and kept on the workers, cut into buckets of
+   stations (:mod:`pickscale.engine.arrivals`).
 2. **Outline**: the parts' summaries (per (dataset, station, model): pick counts and time span at or above
-   the floor; their pick rates, SPEC §20) are merged on the workers; the client decides the scope of SPEC §2
-   and the work plan (:mod:`pickscale.engine.units`, deterministic).  Stages 1–2 are :func:`prepare`.
+   the floor; their pick rates, SPEC §20) are merged on the workers; SPEC §2's per-arrival rules run in the
+   reference's buckets (:mod:`pickscale.scope.rows`) and the client decides the scope and the work plan
+   (:mod:`pickscale.engine.units`, deterministic) from summaries.  Stages 1–2 are :func:`prepare`.
 3. **Exchange** (:mod:`pickscale.engine.exchange`): picks move to the work partition of their unit — through
    Dask's shuffle (p2p on a cluster; the graph grows like parts + partitions), or, while parts × partitions
    is small, by cutting each part into one piece per partition.
@@ -23,7 +25,7 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
    This is :func:`finalize`.
 
 :func:`pickscale.score` runs the three in order; :func:`pickscale.extend` too, keeping the normalised
-reference (:attr:`Run.reference`) for its checks; :mod:`pickscale.engine.selection` runs them once per part
+reference's buckets (:attr:`Run.reference`, where they are) for its checks; :mod:`pickscale.engine.selection` runs them once per part
 of the inputs (:attr:`Run` of a ``part``).
 
 Examples
