@@ -25,8 +25,8 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
    This is :func:`finalize`.
 
 :func:`pickscale.score` runs the three in order; :func:`pickscale.extend` too, keeping the normalised
-reference's buckets (:attr:`Run.reference`, where they are) for its checks; :mod:`pickscale.engine.selection` runs them once per part
-of the inputs (:attr:`Run` of a ``part``).
+reference's buckets (:attr:`Run.reference`, where they are) for its checks; :mod:`pickscale.engine.selection`
+runs them once per part of the inputs (:attr:`Run` of a ``part``).
 
 Examples
 --------
