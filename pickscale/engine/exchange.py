@@ -38,12 +38,10 @@ from .scoring import Piece, score_partition, score_shuffled
 
 __all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece", "split_part", "encode_for_plan",
            "arrivals_frame", "exchange_frame", "exchange_meta", "optional_columns", "EXCHANGE_COLUMNS",
-           "OPTIONAL_COLUMNS"]
+           "OPTIONAL_COLUMNS", "split_arrivals"]
 
 #: The direct exchange is used while (read parts) × (work partitions) is at most this.
 DIRECT_EDGES = 4096
-#: Arrivals per partition of the arrivals' frame in the shuffle.
-_ARRIVALS_PER_PART = 1_000_000
 
 
 def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:
@@ -109,20 +107,21 @@ EXCHANGE_COLUMNS = ("label", "unit", "stream", "time", "conf")
 OPTIONAL_COLUMNS = ("arrival_group", "event")
 
 
-def optional_columns(ref_codes: pd.DataFrame, options: Any) -> dict[str, np.dtype]:
+def optional_columns(options: Any, *, groups: bool = False, events: Any = None) -> dict[str, np.dtype]:
     """The :data:`OPTIONAL_COLUMNS` of this run's exchange frame and their dtypes: none by default.
 
-    ``arrival_group``: when the reference codes carry groups of arrivals (SPEC §14), the narrowest of
-    int8, int16 and int32 holding ``options.n_groups - 1`` (and a pick's -1): one byte a row up to 128 groups.
-    ``event``: when they carry events (SPEC §19), int16 while the codes allow, else int32.
+    ``arrival_group``: when the arrivals carry groups of arrivals (``groups``, SPEC §14), the narrowest of
+    int8, int16 and int32 holding ``options.n_groups - 1`` (every code, and a pick's -1): one byte a row up to
+    128 groups.  ``event``: when they carry events (``events``: :class:`pickscale.scope.events.Events`, SPEC §19),
+    int16 while the codes (each dataset's events numbered from 0) allow, else int32.
     """
     columns: dict[str, np.dtype] = {}
-    if "arrival_group" in ref_codes:
-        most = max(int(options.n_groups) - 1, int(ref_codes["arrival_group"].max()) if len(ref_codes) else 0)
+    if groups:
+        most = max(int(options.n_groups) - 1, 0)
         columns["arrival_group"] = next(np.dtype(t) for t in (np.int8, np.int16, np.int32)
                                         if most <= np.iinfo(t).max)
-    if "event" in ref_codes:
-        most = int(ref_codes["event"].max()) if len(ref_codes) else 0
+    if events is not None:
+        most = max((len(names) - 1 for names in events.names.values()), default=0)
         columns["event"] = np.dtype(np.int16 if most < np.iinfo(np.int16).max else np.int32)
     return columns
 
@@ -156,6 +155,7 @@ def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: A
 
 def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any,
                    optional: dict[str, Any] | None = None) -> pd.DataFrame:
+    # (one bucket's arrivals, on the worker that holds them: pickscale.engine.encoding.encode_bucket)
     """Scored arrivals as rows of the exchange frame: stream ``-1 - phase``, conf 0 (an arrival has none).
 
     ``optional`` (:func:`optional_columns`): each arrival's code in those columns, in their dtypes: its group
@@ -207,29 +207,41 @@ def labels_for(n_parts: int) -> np.ndarray:
     return labels
 
 
-def direct(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
-           cover: Any = None) -> list[Any]:
-    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, by the direct exchange."""
-    pieces = [delayed(split_part)(p, shared_plan, cover) for p in pick_parts]
+def split_arrivals(ref_codes: pd.DataFrame, n_parts: int) -> tuple[dict[str, np.ndarray], ...]:
+    """One bucket's arrivals cut into one piece per work partition (columns in the dtypes scoring reads).
+
+    The direct exchange: each scoring task takes its piece of every bucket.
+    """
     part_of = ref_codes["part"].to_numpy(np.int64)
     order = np.argsort(part_of, kind="stable")
-    bounds = np.searchsorted(part_of[order], np.arange(plan.n_parts + 1))
+    bounds = np.searchsorted(part_of[order], np.arange(n_parts + 1))
     del part_of
     # Each column put in partition order once; a partition's arrivals are views of it (one copy in all).
     # arrival_group: SPEC §14; event: SPEC §19 (each only when the reference codes carry it)
     dtypes = {"unit": np.int64, "phase": np.int8, "time": np.int64, "arrival_group": np.int32, "event": np.int32}
     columns = {name: ref_codes[name].to_numpy(dtype)[order] for name, dtype in dtypes.items() if name in ref_codes}
-    del order
+    return tuple({name: values[bounds[i]:bounds[i + 1]] for name, values in columns.items()} for i in range(n_parts))
+
+
+def direct(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
+           cover: Any = None) -> list[Any]:
+    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, by the direct exchange.
+
+    ``ref_codes``: the scored arrivals' codes, one frame per bucket of the reference (where it is).
+    """
+    pieces = [delayed(split_part)(p, shared_plan, cover) for p in pick_parts]
+    arrivals = [delayed(split_arrivals, nout=plan.n_parts)(c, plan.n_parts) for c in ref_codes]
     tasks = []
     for i in range(plan.n_parts):
-        arrivals = {name: values[bounds[i]:bounds[i + 1]] for name, values in columns.items()}
-        tasks.append(delayed(score_partition)(arrivals, shared_plan, options, *[p[i] for p in pieces]))
+        tasks.append(delayed(score_partition)([a[i] for a in arrivals], shared_plan, options,
+                                              *[p[i] for p in pieces]))
     return tasks
 
 
-def exchange_frame(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
-                   conf_dtype: Any, cover: Any = None) -> Any:
-    """The Dask DataFrame the shuffle exchange moves: every part's scored picks, then the scored arrivals.
+def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
+                   conf_dtype: Any, cover: Any = None, optional: dict[str, Any] | None = None) -> Any:
+    """The Dask DataFrame the shuffle exchange moves: every part's scored picks, then the scored arrivals (one
+    partition per bucket of the reference, made where it is).
 
     Its columns are :data:`EXCHANGE_COLUMNS`, then the :data:`OPTIONAL_COLUMNS` the run has
     (:func:`optional_columns`); ``label`` is the shuffle key of each row's work partition.
@@ -239,19 +251,20 @@ def exchange_frame(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, sh
     labels = labels_for(plan.n_parts)
     # SPEC §14's arrival_group and §19's event join the frame (picks: -1) only when the run has them, each as
     # narrow as its codes allow: by default the frame is EXCHANGE_COLUMNS alone.
-    optional = optional_columns(ref_codes, options)
     meta = exchange_meta(conf_dtype, plan.stream_dtype, optional)
-    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, labels, conf_dtype, cover, optional)
+    shared_labels = delayed(labels, pure=True)
+    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, shared_labels, conf_dtype, cover, optional)
                              for p in pick_parts], meta=meta, verify_meta=False)
-    arrivals = arrivals_frame(ref_codes, plan, labels, conf_dtype, optional)
-    n_arrival_parts = max(1, -(-len(arrivals) // _ARRIVALS_PER_PART))
-    return dd.concat([picks, dd.from_pandas(arrivals, npartitions=n_arrival_parts, sort=False)])
+    arrivals = dd.from_delayed([delayed(arrivals_frame)(c, shared_plan, shared_labels, conf_dtype, optional)
+                                for c in ref_codes], meta=meta, verify_meta=False)
+    return dd.concat([picks, arrivals])
 
 
-def shuffle(pick_parts: list[Any], ref_codes: pd.DataFrame, plan: Any, shared_plan: Any, options: Any, *,
-            conf_dtype: Any, distributed: bool, cover: Any = None) -> list[Any]:
+def shuffle(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
+            conf_dtype: Any, distributed: bool, cover: Any = None, optional: dict[str, Any] | None = None) -> list[Any]:
     """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
-    frame = exchange_frame(pick_parts, ref_codes, plan, shared_plan, options, conf_dtype=conf_dtype, cover=cover)
+    frame = exchange_frame(pick_parts, ref_codes, plan, shared_plan, options, conf_dtype=conf_dtype, cover=cover,
+                           optional=optional)
     moved = frame.shuffle(on="label", npartitions=plan.n_parts, ignore_index=True,
                           shuffle_method="p2p" if distributed else "tasks")
     return [delayed(score_shuffled)(part, shared_plan, options) for part in moved.to_delayed()]

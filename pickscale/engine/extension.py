@@ -38,13 +38,15 @@ from ..store.paths import local_store_path
 from ..store.remote import is_remote
 from ..store.segments import PAIR_PARTS, SEGMENTS, PairParts, segments_of
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
-from .extent import arrival_spans, facts_of, reference_digest
+from .extent import arrival_spans, digest_of, facts_of, reference_digest
 from .pairs import PairColumns, is_current, statistics_of, streams_of
 from .run import run_keywords
 from .stages import execute, finalize, prepare
 
 if TYPE_CHECKING:
     import xarray as xr
+
+    from ..scope.arrivals import Arrivals
 
 __all__ = ["extend", "extended", "facts_of", "reference_digest", "arrival_spans", "check_keywords", "check_options",
            "KEYWORDS", "OPTION_NAMES"]
@@ -58,10 +60,11 @@ def _overlap(a: Sequence[int], b: Sequence[int]) -> bool:
     return int(a[0]) <= int(b[1]) and int(b[0]) <= int(a[1])
 
 
-def _check_extent(stored: xr.Dataset, new: xr.Dataset, reference: pd.DataFrame, *, replace: bool
+def _check_extent(stored: xr.Dataset, new: xr.Dataset, reference: Arrivals, *, replace: bool
                   ) -> tuple[dict[str, bool], dict[str, list[str]]]:
     """The refusals that need the new run; per dataset whether both sides scored the same arrivals, and the
-    stored models replaced."""
+    stored models replaced.  ``reference``: the new run's normalised reference, as buckets where they are
+    (:attr:`~pickscale.engine.stages.Run.reference`): its digests are computed there (:func:`digest_of`)."""
     old = stored.attrs.get("extent")
     if not isinstance(old, dict):
         raise StoreError("the store records no extent (pick spans and reference hashes): an earlier pickscale "
@@ -87,7 +90,7 @@ def _check_extent(stored: xr.Dataset, new: xr.Dataset, reference: pd.DataFrame, 
         overlapping = [e for e in stored_entries if _overlap(entry["picks"], e["picks"])]
         same[d] = bool(overlapping)
         for e in overlapping:
-            digest, n = reference_digest(reference, d, stations=e["stations"], span=e["scored"])
+            digest, n = digest_of(reference, d, stations=e["stations"], span=e["scored"])
             if digest != e["reference_sha256"]:
                 raise InputError(
                     f"dataset {d!r}: the reference disagrees with the one stored for {_iso(e['scored'][0])} – "
@@ -187,7 +190,8 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     if missing or not isinstance(stored.attrs.get("extent"), dict):
         raise StoreError("the store holds no exact sums or extent: an earlier pickscale wrote it, so it cannot be "
                          "extended exactly; score all the inputs again with `pickscale score`.")
-    # The run's stages, keeping the normalised reference: the arrivals are checked against the store's.
+    # The run's stages, keeping the normalised reference (in its buckets, where they are): the arrivals are
+    # checked against the store's.
     run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)
     executed = execute(run)
     new_pairs = executed.pairs  # (its sizes and stream tasks: what an appending extension times again)

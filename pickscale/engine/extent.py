@@ -13,8 +13,9 @@ stretch and scored station, the first and last scored arrival
 ``models[d][m]``
     the ``[first pick, last pick]`` spans of model ``m`` in dataset ``d``.
 
-:func:`pickscale.extend` also compares the new run's normalised reference with the one stored: it keeps it
-from the run's :func:`~pickscale.engine.stages.prepare` (:attr:`~pickscale.engine.stages.Run.reference`).
+:func:`pickscale.extend` also compares the new run's normalised reference with the one stored: the run's
+:func:`~pickscale.engine.stages.prepare` keeps it as buckets where they are
+(:attr:`~pickscale.engine.stages.Run.reference`), and :func:`digest_of` hashes them there, bucket by bucket.
 
 Examples
 --------
@@ -30,12 +31,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["facts_of", "reference_digest", "arrival_spans"]
+if TYPE_CHECKING:
+    from ..scope.arrivals import Arrivals
+
+__all__ = ["facts_of", "reference_digest", "arrival_spans", "digest_of", "digest_rows"]
 
 def _rows_of(frame: pd.DataFrame, dataset: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """A dataset's rows as (its distinct station names sorted, each row's index into them, phase, time).
@@ -60,15 +64,17 @@ def _rows_of(frame: pd.DataFrame, dataset: str) -> tuple[list[str], np.ndarray, 
             np.asarray(rows["phase"] == "S").astype(np.int8), np.asarray(rows["time"], dtype=np.int64))
 
 
-def reference_digest(frame: pd.DataFrame, dataset: str, *, stations: Sequence[str] | None = None,
-                     span: Sequence[int] | None = None) -> tuple[str, int]:
-    """SHA-256 of a dataset's reference rows (deduplicated, sorted, canonical), and how many there are.
+def digest_rows(bucket: Any, dataset: str, stations: Sequence[str] | None = None, span: Sequence[int] | None = None,
+                times: bool = True) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """A bucket's share of :func:`reference_digest`: the rows of ``dataset`` (at ``stations`` and inside the
+    inclusive ``span`` if given), deduplicated and sorted by (station, phase, time) as the digest hashes them.
 
-    Rows of ``dataset`` (at ``stations`` and inside the inclusive ``span`` if
-    given), as ``(station, phase, time)``: the distinct stations' names, then
-    each distinct row (station index int32, phase int8 0 = P 1 = S, time int64
-    ns, little-endian), sorted.  Row order and duplicates do not matter.
+    Returns the distinct stations' names (sorted), per station its number of distinct P rows then S rows
+    (shape (stations, 2)) and, with ``times``, the rows' times (int64, in that order).  Every station's rows are
+    in one bucket, and the buckets hold ranges of stations in order: the digest of the whole reference hashes
+    the buckets' shares one after the other (:func:`digest_of`).
     """
+    frame = bucket.frame if hasattr(bucket, "frame") else bucket
     names, code, phase, time = _rows_of(frame, dataset)
     keep = np.ones(code.size, dtype=bool)
     if stations is not None:
@@ -80,17 +86,69 @@ def reference_digest(frame: pd.DataFrame, dataset: str, *, stations: Sequence[st
         present = np.unique(code)
         names = [names[i] for i in present]
         code = np.searchsorted(present, code)
-    code = code.astype("<i4")
     order = np.lexsort((time, phase, code))
-    code, phase, time = code[order], phase[order], time[order].astype("<i8")
+    code, phase, time = code[order], phase[order], time[order]
     if code.size:
         distinct = np.r_[True, (np.diff(code) != 0) | (np.diff(phase) != 0) | (np.diff(time) != 0)]
         code, phase, time = code[distinct], phase[distinct], time[distinct]
+    counts = np.zeros((len(names), 2), dtype=np.int64)
+    np.add.at(counts, (code.astype(np.int64), phase.astype(np.int64)), 1)
+    return names, counts, (time.astype("<i8") if times else None)
+
+
+def _digest(shares: Sequence[tuple[list[str], np.ndarray]], times: Any) -> tuple[str, int]:
+    """SHA-256 of the shares' rows (:func:`digest_rows`, in bucket order): the names, then every row's station
+    index (int32), then every phase (int8), then every time (int64 ns, little-endian, fetched by ``times``, an
+    iterable of the buckets' arrays in order)."""
+    names = [n for share in shares for n in share[0]]
+    counts = np.concatenate([share[1] for share in shares]) if shares else np.zeros((0, 2), np.int64)
     h = hashlib.sha256()
     h.update(json.dumps(names, ensure_ascii=False).encode("utf-8"))
-    for values in (code, phase, time):
-        h.update(np.ascontiguousarray(values).tobytes())
-    return h.hexdigest(), int(code.size)
+    per_station = counts.sum(axis=1)
+    step = 1 << 16  # stations at a time: the codes and phases made (and hashed) a piece at a time
+    for lo in range(0, len(names), step):
+        n = per_station[lo:lo + step]
+        h.update(np.repeat(np.arange(lo, lo + n.size, dtype="<i4"), n).tobytes())
+    for lo in range(0, len(names), step):
+        c = counts[lo:lo + step]
+        h.update(np.repeat(np.tile(np.array([0, 1], dtype=np.int8), c.shape[0]), c.reshape(-1)).tobytes())
+    for t in times:
+        h.update(np.ascontiguousarray(t).tobytes())
+    return h.hexdigest(), int(counts.sum())
+
+
+def reference_digest(frame: pd.DataFrame, dataset: str, *, stations: Sequence[str] | None = None,
+                     span: Sequence[int] | None = None) -> tuple[str, int]:
+    """SHA-256 of a dataset's reference rows (deduplicated, sorted, canonical), and how many there are.
+
+    Rows of ``dataset`` (at ``stations`` and inside the inclusive ``span`` if
+    given), as ``(station, phase, time)``: the distinct stations' names, then
+    each distinct row (station index int32, phase int8 0 = P 1 = S, time int64
+    ns, little-endian), sorted.  Row order and duplicates do not matter.
+    """
+    names, counts, times = digest_rows(frame, dataset, stations, span)
+    return _digest([(names, counts)], [times])
+
+
+def _share(bucket: Any, dataset: str, stations: Sequence[str] | None, span: Sequence[int] | None
+           ) -> tuple[list[str], np.ndarray]:
+    names, counts, _ = digest_rows(bucket, dataset, stations, span, times=False)
+    return names, counts
+
+
+def _times(bucket: Any, dataset: str, stations: Sequence[str] | None, span: Sequence[int] | None) -> np.ndarray:
+    times = digest_rows(bucket, dataset, stations, span)[2]
+    assert times is not None
+    return times
+
+
+def digest_of(arrivals: Arrivals, dataset: str, *, stations: Sequence[str] | None = None,
+              span: Sequence[int] | None = None) -> tuple[str, int]:
+    """:func:`reference_digest` of the reference held as buckets (:class:`pickscale.scope.arrivals.Arrivals`),
+    the same bytes hashed: each bucket sorts and deduplicates its rows where it is; the names and counts come
+    back, then the times one bucket after the other (this process holds one bucket's times at a time)."""
+    shares = arrivals.map(_share, dataset, stations, span)
+    return _digest(shares, arrivals.stream(_times, dataset, stations, span))
 
 
 def arrival_spans(frame: pd.DataFrame, dataset: str, stations: Sequence[str]) -> list[list[int] | None]:
@@ -117,6 +175,14 @@ def arrival_spans(frame: pd.DataFrame, dataset: str, stations: Sequence[str]) ->
     return [found.get(str(name)) for name in stations]
 
 
+def _spans(scored: pd.DataFrame, dataset: str, stations: Sequence[str]) -> list[list[int] | None]:
+    """:func:`arrival_spans` of the scored reference, from its per-(dataset, station) summary."""
+    rows = scored[scored["dataset"] == dataset]
+    found = {str(s): [int(lo), int(hi)] for s, lo, hi in zip(rows["station"].tolist(), rows["t_min"].tolist(),
+                                                             rows["t_max"].tolist())}
+    return [found.get(str(name)) for name in stations]
+
+
 def facts_of(scope: Any, pick_summary: pd.DataFrame, *, station_key: str = "as-is") -> dict[str, Any]:
     """What a run records for later extensions (``attrs["extent"]``): per dataset its scored stretch, per
     (dataset, model) its pick span, and how station names were read (``station_key``)."""
@@ -127,12 +193,12 @@ def facts_of(scope: Any, pick_summary: pd.DataFrame, *, station_key: str = "as-i
                             & pick_summary["model"].isin(scope.models[d])]
         if not len(rows):
             continue
-        digest, n = reference_digest(scope.reference, d)
+        digest, n = digest_of(scope.arrivals, d)
         stations = [str(s) for s in scope.stations[d]]
         datasets[d] = [{"picks": [int(rows["t_min"].min()), int(rows["t_max"].max())],
                         "scored": [int(scope.spans[d][0]), int(scope.spans[d][1])],
                         "stations": stations, "arrivals": n, "reference_sha256": digest,
-                        "arrival_spans": arrival_spans(scope.reference, d, stations)}]
+                        "arrival_spans": _spans(scope.scored_summary, d, stations)}]
         per_model = rows.groupby("model", observed=True).agg(lo=("t_min", "min"), hi=("t_max", "max"))
         # Columns as lists (plain ints), not a Series per row (iterrows): 16,000 models were seconds.
         models[d] = {str(m): [[lo, hi]] for m, lo, hi in zip(per_model.index.tolist(), per_model["lo"].tolist(),

@@ -32,8 +32,14 @@ class Piece:
         return int(self.time.size)
 
 
-def score_partition(reference: dict[str, np.ndarray], plan: Any, options: Options, *pieces: Piece) -> Partial:
-    """Score the pieces of one work partition (the direct exchange); ``reference`` holds its arrivals."""
+def score_partition(reference: dict[str, np.ndarray] | list[dict[str, np.ndarray]], plan: Any, options: Options,
+                    *pieces: Piece) -> Partial:
+    """Score the pieces of one work partition (the direct exchange); ``reference`` holds its arrivals (or a
+    list of such, one per bucket of the reference: joined here)."""
+    if isinstance(reference, list):
+        shares = [r for r in reference if r["time"].size] or reference[:1]
+        reference = ({name: np.concatenate([r[name] for r in shares]) for name in shares[0]} if len(shares) > 1
+                     else shares[0])
     pieces = tuple(p for p in pieces if len(p))
     # (unit, phase, time, group or None, event or None): SPEC §14's group and §19's event ride along when present.
     arrivals = (reference["unit"], reference["phase"], reference["time"], reference.get("arrival_group"),

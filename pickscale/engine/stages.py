@@ -4,10 +4,12 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
 
 1. **Read** every picks part (:mod:`pickscale.engine.inputs`, :mod:`pickscale.engine.parts`): normalised per
    distinct value and encoded as integer arrays (about 15 bytes a pick), kept on the worker that read it.  The
-   reference (one row per analyst arrival) is read in tasks too and gathered as codes.
+   reference (one row per analyst arrival) is read in tasks too and kept on the workers, cut into buckets of
+   stations (:mod:`pickscale.engine.arrivals`).
 2. **Outline**: the parts' summaries (per (dataset, station, model): pick counts and time span at or above
-   the floor; their pick rates, SPEC §20) are merged on the workers; the client decides the scope of SPEC §2
-   and the work plan (:mod:`pickscale.engine.units`, deterministic).  Stages 1–2 are :func:`prepare`.
+   the floor; their pick rates, SPEC §20) are merged on the workers; SPEC §2's per-arrival rules run in the
+   reference's buckets (:mod:`pickscale.scope.rows`) and the client decides the scope and the work plan
+   (:mod:`pickscale.engine.units`, deterministic) from summaries.  Stages 1–2 are :func:`prepare`.
 3. **Exchange** (:mod:`pickscale.engine.exchange`): picks move to the work partition of their unit — through
    Dask's shuffle (p2p on a cluster; the graph grows like parts + partitions), or, while parts × partitions
    is small, by cutting each part into one piece per partition.
@@ -23,8 +25,8 @@ Stages (each a Dask graph; nothing but small summaries and results reaches the c
    This is :func:`finalize`.
 
 :func:`pickscale.score` runs the three in order; :func:`pickscale.extend` too, keeping the normalised
-reference (:attr:`Run.reference`) for its checks; :mod:`pickscale.engine.selection` runs them once per part
-of the inputs (:attr:`Run` of a ``part``).
+reference's buckets (:attr:`Run.reference`, where they are) for its checks; :mod:`pickscale.engine.selection`
+runs them once per part of the inputs (:attr:`Run` of a ``part``).
 
 Examples
 --------
@@ -32,7 +34,7 @@ Examples
 >>> ref = pd.DataFrame({"station": ["A"], "phase": ["P"], "time": ["2024-01-01T00:00:10Z"]})
 >>> picks = pd.DataFrame({"station": ["A"], "phase": ["P"], "time": ["2024-01-01T00:00:10.1Z"], "conf": [0.8]})
 >>> run = prepare(ref, picks, Keywords(progress=False), keep_reference=True)
->>> run.scope.datasets, len(run.reference)
+>>> run.scope.datasets, run.reference.n_rows
 (['all'], 1)
 >>> float(finalize(run, execute(run)).recall.sel(dataset="all", model="model", phase="P", threshold=0.3))
 1.0
@@ -60,17 +62,20 @@ from ..options import Options
 from ..results import assemble, counts_from_stack
 from ..results.events import event_counts
 from ..scope import Coverage, Scope, scope_from_summary
-from ..scope.events import EVENT_COLUMN, event_codes, settle_duplicates
-from ..scope.grouping import parse_group_by, read_stations, reference_group_codes
+from ..scope.arrivals import Arrivals
+from ..scope.events import EVENT_COLUMN
+from ..scope.grouping import parse_group_by, read_stations
 from ..scope.placement import pick_placement
 from . import exchange
+from .arrivals import read_reference
 from .collect import bring_back
+from .encoding import encode_bucket, event_names, group_labels_of
 from .extent import facts_of
 from .graph import compute, n_workers, persist_stage, reduce_stage, scheduler, tree_reduce
 from .inputs import Source, load
 from .lazy_dask import install
 from .pairs import PairColumns, codes_of, pair_columns
-from .parts import Failure, PickPart, merge_outlines, outline, report_of
+from .parts import Failure, PickPart, merge_outlines, outline
 from .provenance import attributes, rows_read
 from .unit_size import check_units
 from .units import UnitPlan, plan_units
@@ -139,8 +144,8 @@ class Run:
     plan
         The work units and partitions (:class:`pickscale.engine.units.UnitPlan`).
     ref_codes
-        The scored reference as codes, travelling to the workers with the exchange; handed over by
-        :func:`execute`.
+        The scored reference as the exchange's codes, one frame per bucket of the reference, where the buckets
+        are (:class:`pickscale.scope.arrivals.Arrivals`); handed over by :func:`execute`.
     events
         SPEC §19's event codes, or None.
     extent
@@ -152,8 +157,9 @@ class Run:
     exchange_method
         ``"auto"``, ``"direct"`` or ``"shuffle"``.
     reference
-        The normalised reference, kept when :func:`prepare` is asked to (``keep_reference``: extend's check
-        of the arrivals); None otherwise, so that the client holds nothing per arrival while scoring.
+        The normalised reference as buckets of stations (where they are: on the workers, on a cluster), kept
+        when :func:`prepare` is asked to (``keep_reference``: extend's check of the arrivals,
+        :func:`pickscale.engine.extent.digest_of`); None otherwise.
     """
 
     options: Options
@@ -174,7 +180,7 @@ class Run:
     pick_report: Normalised
     cover: Coverage | None
     exchange_method: str
-    reference: pd.DataFrame | None = None
+    reference: Arrivals | None = None
 
 
 @dataclass
@@ -224,9 +230,9 @@ def prepare(reference: Any, picks: Any, keywords: Keywords, *, part: Restriction
     if part is not None:  # one part of the inputs (SPEC §16)
         ref_src, pick_src = part.restrict(ref_src, pick_src)
 
-    # 1–2. Read (picks stay where they were read), outline, decide the scope.
+    # 1–2. Read (picks and reference stay where they were read), outline, decide the scope.
     pick_parts = persist_stage(pick_src.parts, client, label="reading picks", progress=progress)
-    ref_parts = compute(ref_src.parts, client, label="reading reference", progress=False)
+    read = read_reference(ref_src.parts, client)
     # The parts' outlines are merged on the workers: the client receives one summary.
     shared_cover = delayed(cover, pure=True) if cover is not None else None
     thresholds = options.phase_thresholds if cover is not None else None  # where picks sit in their windows
@@ -235,22 +241,25 @@ def prepare(reference: Any, picks: Any, keywords: Keywords, *, part: Restriction
     merged = compute([tree_reduce([delayed(outline)(p, shared_cover, thresholds, grid) for p in pick_parts],
                                   merge_outlines)], client, label="outlining picks", progress=False)[0]
     outlines = merged if isinstance(merged, list) else [merged]
-    _raise_failures(ref_parts + outlines)
-    ref_all = Normalised.combine(ref_parts)
-    del ref_parts  # (combined: the read tasks' copies are not kept)
+    _raise_failures(read.outlines + outlines)
+    ref_report = read.report()
+    # The reference cut into buckets of stations on the workers: SPEC §2 runs there, bucket by bucket.
+    arrivals = read.buckets(n_workers=n_workers(client))
+    del read
     pick_summary, below_floor, pick_report = _combine_outlines(outlines)
-    if options.event_min_arrivals:  # SPEC §19: duplicate arrivals get one event whichever row is kept
-        settle_duplicates(ref_all.frame, kept_name(len(kept_columns) - 1))
+    # SPEC §19: duplicate arrivals get one event whichever row is kept (settled in the buckets).
+    event_column = kept_name(len(kept_columns) - 1) if options.event_min_arrivals else None
     scope: Scope = scope_from_summary(
-        ref_all.frame, pick_summary, below_by_ds=below_floor, floor=options.floor,
+        arrivals, pick_summary, below_by_ds=below_floor, floor=options.floor,
         residual_tol_ns=options.residual_tol_ns, ref_source=ref_src.description, picks_source=pick_src.description,
-        ref_rows=rows_read(ref_all), picks_rows=rows_read(pick_report), coverage=cover,
+        ref_rows=rows_read(ref_report), picks_rows=rows_read(pick_report), coverage=cover, event_column=event_column,
     )
+    kept_reference = arrivals if keep_reference else None
+    del arrivals  # (the scope holds the scored reference, in its buckets)
     if cover is not None:  # SPEC §5, "Residuals on a grid", with windows: the picks' side
         found = [o.offsets for o in outlines if o.offsets is not None]
         scope.report["coverage"]["placement"]["picks"] = pick_placement(
             pd.concat(found, ignore_index=True) if found else None)
-    ref_report = report_of(ref_all)
 
     if options.time_bin is not None:
         # One set of edges for the whole run, computed here once: the same whatever the partitioning.
@@ -262,26 +271,23 @@ def prepare(reference: Any, picks: Any, keywords: Keywords, *, part: Restriction
             scope.warnings.append(stretched)
 
     # 3. Work units (station time blocks) and the partitions that run them.
-    group_codes = None
+    grouping = None
     if group_spec is not None:
-        # SPEC §14: the groups are decided here, once, from the scored reference (and the stations table).
-        group_codes, labels = reference_group_codes(scope.reference, group_spec, stations=station_table,
-                                                    found_columns=ref_all.ignored_columns)
-        options = options.with_group_labels(labels)
-    events = _events(scope, kept_columns, group_codes) if options.event_min_arrivals else None
+        # SPEC §14: the groups are decided here, once, from the scored reference's buckets (and the stations table).
+        grouping = group_labels_of(scope.arrivals, group_spec, stations=station_table,
+                                   found_columns=ref_report.ignored_columns)
+        options = options.with_group_labels(grouping.labels)
+    events = event_names(scope.arrivals, event_column, grouping) if options.event_min_arrivals else None
     options = options.with_events(events is not None)
-    kept_reference = ref_all.frame if keep_reference else None
-    del ref_all  # the scope holds the scored reference
     plan = plan_units(scope, options, block_picks=keywords.block_picks, n_workers=n_workers(client))
     # A unit too large for a worker (a station with no quiet gap) stops here, with a message, not a dead worker.
     check_units(plan, options, client=client, pick_parts=pick_parts)
-    # What pickscale.extend checks an extension against, decided now: then the client lets the reference go
-    # (its arrivals travel to the workers with the exchange), and holds nothing per arrival while scoring.
+    # What pickscale.extend checks an extension against, decided now (in tasks, on the buckets).
     extent = facts_of(scope, pick_summary, station_key=station_key)
-    ref_codes = plan.encode_reference(scope.reference, group=group_codes,
-                                      event=None if events is None else events.codes)
-    del group_codes
-    scope.reference = scope.reference.iloc[:0]
+    # The scored arrivals as the exchange's codes, made in the buckets: they travel to the work partitions
+    # from there, and the client holds nothing per arrival.
+    ref_codes = scope.arrivals.transform(encode_bucket, plan, grouping, events, event_column)
+    scope.arrivals = Arrivals([])
     counted = [o.rates for o in outlines if o.rates is not None]
     return Run(options=options, client=client, progress=progress, started=started, ref_src=ref_src,
                pick_src=pick_src, pick_parts=pick_parts, outlines=outlines,
@@ -303,14 +309,20 @@ def execute(run: Run) -> Executed:
     pick_parts, ref_codes = run.pick_parts, run.ref_codes
     run.pick_parts, run.ref_codes = [], None
     way = exchange.choose(run.exchange_method, len(pick_parts), plan.n_parts)
+    buckets = ref_codes.values()  # the scored arrivals' codes, one frame per bucket, where the buckets are
+    del ref_codes
     if way == "direct":
-        partials = exchange.direct(pick_parts, ref_codes, plan, shared_plan, options, cover=keep)
+        partials = exchange.direct(pick_parts, buckets, plan, shared_plan, options, cover=keep)
     else:
-        partials = exchange.shuffle(pick_parts, ref_codes, plan, shared_plan, options,
-                                    conf_dtype=_conf_dtype(run.outlines), distributed=client is not None, cover=keep)
-    del ref_codes, pick_parts  # (the graphs of `partials` hold what they need of them)
+        optional = exchange.optional_columns(options, groups=options.group_labels is not None, events=run.events)
+        partials = exchange.shuffle(pick_parts, buckets, plan, shared_plan, options,
+                                    conf_dtype=_conf_dtype(run.outlines), distributed=client is not None, cover=keep,
+                                    optional=optional)
+    del pick_parts  # (the graphs of `partials` hold what they need of them)
     tops = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=run.progress)
-    del partials
+    # The arrivals' codes are held until the partitions are scored: a bucket's codes released while a scoring
+    # task still waits for them are lost on a cluster (their graphs alone do not keep them there).
+    del partials, buckets
     # The residual pairs stay where they are: grouped, ordered and timed on the workers (engine/pairs.py).
     codes = codes_of(list(scope.datasets), dict(scope.models), plan.stations["station"].to_numpy(object))
     pairs = pair_columns(tops, codes, client, options=options, n_datasets=len(scope.datasets))
@@ -374,11 +386,6 @@ def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str,
 def _conf_dtype(outlines: list[Any]) -> Any:
     """float32 when every part's confidences are exact float32 (as pickers write them), else float64."""
     return np.float32 if all(o.conf.dtype == np.float32 for o in outlines) else np.float64
-
-
-def _events(scope: Scope, keep: tuple[str, ...], group_codes: np.ndarray | None) -> Any:
-    """SPEC §19: the events of the scored reference (codes decided here, once), or None without any."""
-    return event_codes(scope.reference, kept_name(len(keep) - 1), group=group_codes)
 
 
 def _per_dataset(total: Partial | None, scope: Scope, plan: Any, options: Options,

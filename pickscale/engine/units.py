@@ -11,6 +11,7 @@ plan decides only speed and memory, never a number.  Whether a worker can take t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from ..kernel.blocks import block_of, cut_points
 from ..options import PHASES, Options
 from ..scope import Scope, text_codes
 
-__all__ = ["UnitPlan", "plan_units", "DEFAULT_BLOCK_PICKS"]
+__all__ = ["UnitPlan", "plan_units", "DEFAULT_BLOCK_PICKS", "busy_cuts"]
 
 #: Default target of picks per work unit and per partition.
 DEFAULT_BLOCK_PICKS = 2_000_000
@@ -190,23 +191,17 @@ def plan_units(scope: Scope, options: Options, *, block_picks: int | None = None
     n_units = np.ones(len(stations), dtype=np.int64)
     busy = np.flatnonzero(stations["picks"].to_numpy() > target)
     if busy.size:
-        # The busy stations' arrival times: rows matched on codes, sorted once by station, split by searchsorted.
-        ref_rows, skey = _station_rows(stations, scope.reference)
-        is_busy = np.zeros(len(stations), dtype=bool)
-        is_busy[busy] = True
-        sel = np.flatnonzero(is_busy[skey])
-        sel = sel[np.argsort(skey[sel], kind="stable")]  # row order kept within a station
-        busy_key = skey[sel]
-        busy_time = scope.reference["time"].to_numpy(np.int64)[ref_rows[sel]]
-        for key in busy:
-            wanted = -(-int(stations.at[key, "picks"]) // target)
-            span = (int(facts["t_min"].iat[key]), int(facts["t_max"].iat[key]))
-            lo, hi = np.searchsorted(busy_key, [key, key + 1])
-            c = cut_points(busy_time[lo:hi],
-                           residual_tol_ns=options.residual_tol_ns, span=span, n_blocks=wanted)
-            if c.size:
+        # The busy stations' cuts, made where their arrivals are (each bucket holds all of a station's).
+        table = pd.DataFrame({"dataset": stations["dataset"].to_numpy(object)[busy],
+                              "station": stations["station"].to_numpy(object)[busy], "key": busy.astype(np.int64),
+                              "blocks": -(-stations["picks"].to_numpy(np.int64)[busy] // target),
+                              "lo": facts["t_min"].to_numpy()[busy].astype(np.int64),
+                              "hi": facts["t_max"].to_numpy()[busy].astype(np.int64)})
+        for found in scope.arrivals.map(busy_cuts, table, int(options.residual_tol_ns)):
+            for key, c in found.items():
                 cuts[int(key)] = c
                 n_units[key] = c.size + 1
+        cuts = dict(sorted(cuts.items()))
     stations["n_units"] = n_units
     stations["first_unit"] = np.concatenate([[0], np.cumsum(n_units)[:-1]]).astype(np.int64)
     unit_station = np.repeat(np.arange(len(stations), dtype=np.int64), n_units)
@@ -225,6 +220,25 @@ def plan_units(scope: Scope, options: Options, *, block_picks: int | None = None
     )
     keys = stations.reset_index(names="skey")[["dataset", "station", "skey"]].merge(models, on="dataset")
     return UnitPlan(stations=stations, keys=keys, cuts=cuts, unit_station=unit_station, unit_part=unit_part)
+
+
+def busy_cuts(bucket: Any, busy: pd.DataFrame, residual_tol_ns: int) -> dict[int, np.ndarray]:
+    """The cuts of the busy stations (``busy``: ``dataset, station, key, blocks, lo, hi`` — the span of their
+    picks) whose arrivals this bucket holds: :func:`pickscale.kernel.blocks.cut_points` of each station's arrivals."""
+    frame = bucket.frame
+    rows, skey = _station_rows(busy[["dataset", "station"]], frame)
+    if not rows.size:
+        return {}
+    order = np.argsort(skey, kind="stable")  # row order kept within a station
+    keys, times = skey[order], frame["time"].to_numpy(np.int64)[rows[order]]
+    out = {}
+    for i in np.unique(keys).tolist():
+        lo, hi = np.searchsorted(keys, [i, i + 1])
+        c = cut_points(times[lo:hi], residual_tol_ns=residual_tol_ns,
+                       span=(int(busy["lo"].iat[i]), int(busy["hi"].iat[i])), n_blocks=int(busy["blocks"].iat[i]))
+        if c.size:
+            out[int(busy["key"].iat[i])] = c
+    return out
 
 
 def _pack(weights: np.ndarray, n_parts: int) -> np.ndarray:

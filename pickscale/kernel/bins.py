@@ -206,10 +206,10 @@ def scored_edges(scope, pick_summary: pd.DataFrame, freq: str) -> np.ndarray:
     above the floor.
     """
     lows, highs = [], []
-    times = np.asarray(scope.reference["time"], dtype=np.int64)
-    if times.size:
-        lows.append(int(times.min()))
-        highs.append(int(times.max()))
+    arrived = scope.scored_summary  # per (dataset, station) of the scored arrivals: first and last
+    if len(arrived):
+        lows.append(int(arrived["t_min"].min()))
+        highs.append(int(arrived["t_max"].max()))
     for d in scope.datasets:
         rows = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
                             & pick_summary["model"].isin(scope.models[d])]
@@ -230,12 +230,13 @@ def _extremes(scope, pick_summary: pd.DataFrame, k: int = 3) -> str:
     from ..io.messages import quote  # lazy: kernel/ stays free of io/ (pyarrow, fsspec: ~0.4 s), for one message
 
     rows: list[tuple[int, str]] = []
-    ref = scope.reference
-    times = np.asarray(ref["time"], dtype=np.int64)
-    if times.size:
-        order = np.argsort(times, kind="stable")
+    # The k first and k last scored arrivals in (time, input row) order: each bucket's, then the run's.
+    ends = pd.concat(scope.arrivals.map(_end_rows, k), ignore_index=True)
+    if len(ends):
+        order = np.lexsort((ends["row"].to_numpy(np.int64), ends["time"].to_numpy(np.int64)))
+        times, stations = ends["time"].to_numpy(np.int64), ends["station"].to_numpy(object)
         for i in np.unique(np.concatenate([order[:k], order[-k:]])):
-            rows.append((int(times[i]), f"arrival {_iso(times[i])} (station {quote(ref['station'].iloc[i])})"))
+            rows.append((int(times[i]), f"arrival {_iso(times[i])} (station {quote(stations[i])})"))
     for d in scope.datasets:
         sel = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
                            & pick_summary["model"].isin(scope.models[d])]
@@ -250,6 +251,21 @@ def _extremes(scope, pick_summary: pd.DataFrame, k: int = 3) -> str:
     first = [text for _, text in rows[:k]]
     last = [text for _, text in rows[-k:] if text not in first]
     return f" Earliest: {'; '.join(first)}." + (f" Latest: {'; '.join(last)}." if last else "")
+
+
+def _end_rows(bucket, k: int) -> pd.DataFrame:
+    """A bucket's ``k`` first and ``k`` last rows in (time, input row) order: ``time, row, station``."""
+    frame = bucket.frame
+    times, rows = frame["time"].to_numpy(np.int64), frame["row"].to_numpy(np.int64)
+    order = np.lexsort((rows, times))
+    pick = np.unique(np.concatenate([order[:k], order[-k:]]))
+    return pd.DataFrame({"time": times[pick], "row": rows[pick],
+                         "station": frame["station"].astype(object).to_numpy(object)[pick]})
+
+
+def _occupied(bucket, edges: np.ndarray) -> np.ndarray:
+    """The bins (of ``edges``) a bucket's arrivals fall in, each once."""
+    return np.unique(bin_index(bucket.frame["time"].to_numpy(np.int64), edges))
 
 
 #: A run of at least this many bins is looked at for a span that a few stray rows stretch.
@@ -270,7 +286,7 @@ def stretched_span(scope, pick_summary: pd.DataFrame, edges: np.ndarray, freq: s
     n = edges.size - 1
     if n < STRETCH_MIN_BINS:
         return None
-    times = [np.asarray(scope.reference["time"], dtype=np.int64)]
+    times = scope.arrivals.map(_occupied, edges)  # the bins of every scored arrival, per bucket
     for d in scope.datasets:
         rows = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
                             & pick_summary["model"].isin(scope.models[d])]

@@ -1,8 +1,9 @@
 """SPEC §2's one entry point: :func:`scope_from_summary` -> :class:`Scope` (what is scored, what is excluded).
 
-The engine never gathers the picks: it gives the whole (small) reference and
-a summary of the picks, combined over partitions
-(:func:`~pickscale.scope.summarise_picks`).  :func:`apply_scope` is a thin
+The engine gathers neither the picks nor the reference: it gives the reference as buckets of stations (held
+where they were made, :mod:`pickscale.scope.arrivals`) and a summary of the picks, combined over partitions
+(:func:`~pickscale.scope.summarise_picks`); every per-row rule runs on the buckets
+(:mod:`pickscale.scope.rows`) and the decisions are taken on their summaries.  :func:`apply_scope` is a thin
 convenience for frames in memory: it summarises the picks, calls
 :func:`scope_from_summary` and filters them with the plan.
 
@@ -15,18 +16,20 @@ Decisions where SPEC §2 is silent (and see :mod:`pickscale.scope.plan`)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from . import rows
+from .arrivals import ROW, Arrivals, scored_frame
 from .coverage import COVERAGE_KEYS, Coverage, apply_coverage
 from .hints import iso, nothing_left, shift_hint, span_error
-from .placement import reference_placement
 from .plan import ScopePlan, plan_scope
-from .summaries import ReferenceCodes, drop_below_floor, pick_cells, summarise_picks
-from .unpicked import unpicked
+from .summaries import drop_below_floor, pick_cells, summarise_picks
+from .unpicked import own_spans, unpicked
 
 __all__ = ["Scope", "EXCLUSION_KEYS", "scope_from_summary", "apply_scope"]
 
@@ -37,13 +40,12 @@ class Scope:
 
     Attributes
     ----------
-    reference, picks
-        Normalised frames (same columns as the input) restricted to what is
-        scored: reference deduplicated, at scored stations, inside the span;
-        picks at or above the floor at scored stations.  Index 0..n-1, rows in
-        input order, dtypes as given (the engine's reference has ``Categorical``
-        text columns, possibly with unused categories: read them through
-        :func:`text_codes` or ``astype(object)``).
+    arrivals
+        The scored reference (deduplicated, at scored stations, inside the span) as buckets of stations
+        (:class:`pickscale.scope.arrivals.Arrivals`), wherever they are; :attr:`reference` gathers it.
+    picks
+        The picks at or above the floor at scored stations (:func:`apply_scope`; empty from
+        :func:`scope_from_summary`).  Index 0..n-1, rows in input order, dtypes as given.
     models
         Dataset -> its models (≥1 pick at or above the floor at a scored
         station), sorted in code-point order.
@@ -73,9 +75,11 @@ class Scope:
         covered and lost, picks outside) and ``unpicked`` (per dataset and
         model: scored stations without its picks, the arrivals there, and
         arrivals outside its own span).
+    scored_summary
+        Per (dataset, station) of the scored arrivals: ``n_reference, t_min, t_max``, sorted by both.
     """
 
-    reference: pd.DataFrame
+    arrivals: Arrivals
     picks: pd.DataFrame
     models: dict[str, list[str]]
     stations: dict[str, list[str]]
@@ -87,6 +91,14 @@ class Scope:
     pick_summary: pd.DataFrame | None = None
     coverage_keep: pd.DataFrame | None = None
     report: dict = field(default_factory=dict)
+    scored_summary: pd.DataFrame | None = None
+
+    @property
+    def reference(self) -> pd.DataFrame:
+        """The scored reference rows as one frame, in input order (same columns as the input; the engine's
+        reference has ``Categorical`` text columns, possibly with unused categories: read them through
+        :func:`text_codes` or ``astype(object)``).  Gathered from the buckets: for frames in memory."""
+        return self.arrivals.frame()
 
     @property
     def datasets(self) -> list[str]:
@@ -108,7 +120,7 @@ EXCLUSION_KEYS = (
 
 
 def scope_from_summary(
-    ref: pd.DataFrame,
+    ref: pd.DataFrame | Arrivals,
     pick_summary: pd.DataFrame,
     *,
     below_by_ds: dict[str, int],
@@ -119,6 +131,7 @@ def scope_from_summary(
     ref_rows: dict | None = None,
     picks_rows: dict | None = None,
     coverage: Coverage | None = None,
+    event_column: str | None = None,
 ) -> Scope:
     """SPEC §2 — the one entry point: what is scored, from the whole (small) reference and a summary of the picks.
 
@@ -137,7 +150,8 @@ def scope_from_summary(
         The normalised reference of every dataset.  Its text columns may be
         ``Categorical`` (as ``normalise(..., categorical=True)`` gives them) or
         object: every per-row step runs on integer codes; strings are handled
-        only for the distinct values.
+        only for the distinct values.  Or the reference as buckets of stations
+        (:class:`~pickscale.scope.arrivals.Arrivals`: the engine's, on the workers).
     pick_summary
         :func:`~pickscale.scope.summarise_picks` of the picks at or above the
         floor, combined over partitions (counts summed, ``t_min``/``t_max`` as
@@ -155,6 +169,9 @@ def scope_from_summary(
         when nothing is left to score; without them, ``ref.attrs`` is used.
     coverage
         The windows each model was run on (:class:`~pickscale.scope.coverage.Coverage`), or None.
+    event_column
+        With events (SPEC §19): the column of their ids; every row of a duplicate gets the first id of its rows
+        before one is kept (:func:`~pickscale.scope.events.settle_duplicates`).
 
     Returns
     -------
@@ -178,42 +195,52 @@ def scope_from_summary(
     >>> len(s.reference), s.stations, s.exclusions["reference_at_unpicked_stations"]
     (1, {'d': ['A']}, 1)
     """
-    _check_not_empty(ref, pick_summary, below_by_ds, floor=floor, ref_source=ref_source,
-                     picks_source=picks_source, ref_rows=ref_rows, picks_rows=picks_rows)
-    # Everything per row runs on integer codes; strings only for the distinct values.
-    rc = ReferenceCodes(ref)
-    dup = rc.duplicates()
-    considered = ~dup
+    arrivals = ref if isinstance(ref, Arrivals) else Arrivals.of_frame(ref)
+    _check_not_empty(arrivals.n_rows, ref.attrs if isinstance(ref, pd.DataFrame) else {}, pick_summary,
+                     below_by_ds, floor=floor, ref_source=ref_source, picks_source=picks_source, ref_rows=ref_rows,
+                     picks_rows=picks_rows)
+    # Every per-row rule runs on the buckets (on integer codes; strings only for the distinct values); what
+    # comes back is per dataset or per (dataset, station).
+    started = arrivals.transform(rows.start, event_column, coverage)
+    del arrivals
+    facts = started.map(rows.start_facts)
+    dup_by_ds = _summed(f[0] for f in facts)
     covered = None
     if coverage is not None:
         if "cell" not in pick_summary:
             raise ValueError("scope_from_summary: with a coverage, the pick summary needs its cell column")
-        ref_cells = coverage.cells(rc.d_names, rc.s_names, rc.d, rc.s, rc.time)
-        covered = apply_coverage(coverage, ref_cells, rc.d, rc.d_names, considered, pick_summary)
-        considered = covered.reference_kept
+        cells = pd.concat([f[1] for f in facts if f[1] is not None], ignore_index=True)
+        cells = cells.groupby(["dataset", "cell"], sort=True)["n"].sum().reset_index()
+        covered = apply_coverage(coverage, cells, pick_summary)
         pick_summary = covered.pick_summary
-        _check_coverage_left(coverage, considered, pick_summary)
-    distinct, group, ref_summary = rc.summary(considered)
+        _check_coverage_left(coverage, covered.reference_kept > 0, pick_summary)
+        if covered.common:
+            started = started.transform(rows.to_common, covered.common)
+    del facts
+    ref_summary = _by_station(started.map(rows.considered_summary))
     plan = plan_scope(ref_summary, pick_summary, residual_tol_ns=residual_tol_ns, ref_source=ref_source,
                       picks_source=picks_source)
-    at_station, in_span = _masks(rc, distinct, group, considered, plan)
-    scored = at_station & in_span
-    outside = rc.count_by_dataset(at_station & ~in_span)
-    kept = rc.count_by_dataset(scored)
+    decided = started.transform(rows.decide, plan.stations, plan.spans)
+    del started
+    facts = decided.map(rows.decided_facts, plan.stations)
+    outside, kept = _summed(f[0] for f in facts), _summed(f[1] for f in facts)
+    scored_summary = _by_station(f[2] for f in facts)
+    del facts
 
     fatal = []
     for d in plan.stations:
         if kept.get(d, 0):
             continue
-        rows = np.flatnonzero(at_station & (rc.d == rc.dataset_code(d)))
+        at = pd.concat(decided.map(rows.at_station_rows, plan.stations, d), ignore_index=True)
+        at = at.sort_values(ROW, kind="stable")
         summary = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(plan.stations[d])]
-        shift = shift_hint(rc.s_names[rc.s[rows]], rc.time[rows], summary, residual_tol_ns)
+        shift = shift_hint(at["station"].to_numpy(object), at["time"].to_numpy(np.int64), summary, residual_tol_ns)
         fatal.append(span_error(d, (plan.reference_spans[d], plan.pick_spans[d], plan.spans[d]), outside.get(d, 0),
                                 residual_tol_ns, ref_source, picks_source, shift))
     if fatal:
         raise InputError("\n".join(fatal))
 
-    by_ds, warnings = _exclusions(plan, below_by_ds, rc.count_by_dataset(dup), outside, floor=floor,
+    by_ds, warnings = _exclusions(plan, below_by_ds, dup_by_ds, outside, floor=floor,
                                   ref_source=ref_source, picks_source=picks_source,
                                   coverage_counts=covered.counts if covered else {})
     report: dict = {}
@@ -223,18 +250,16 @@ def scope_from_summary(
                               if coverage else 0, "by_model": bool(coverage and coverage.by_model),
                               "datasets": covered.report}
         if coverage is not None:  # where the scored arrivals sit in their windows (SPEC §5, with windows)
-            in_window = scored & coverage.held(ref_cells)
-            report["coverage"]["placement"] = {"reference": reference_placement(
-                coverage.offsets(ref_cells[in_window], rc.time[in_window]), rc.d[in_window], rc.p[in_window],
-                list(rc.d_names), list(rc.p_names))}
+            report["coverage"]["placement"] = {"reference": decided.reduce(rows.placement_counts,
+                                                                           rows.placement_records, coverage)}
     # Recorded always; said only without a coverage (with one, the user has said where each model ran).
-    report["unpicked"], lines = unpicked(plan, rc, distinct, group, scored, pick_summary, residual_tol_ns)
+    spans = own_spans(plan, pick_summary, residual_tol_ns)
+    n_outside = _summed_arrays(decided.map(rows.outside_own_span, spans))
+    report["unpicked"], lines = unpicked(plan, _held(plan, scored_summary), spans, n_outside)
     if coverage is None:
         warnings += lines
-    # The per-arrival codes go before the scored rows are copied out (the client's peak, issue 22).
-    del rc, group, distinct, dup, considered, at_station, in_span
     return Scope(
-        reference=ref.loc[scored].reset_index(drop=True),
+        arrivals=decided.transform(scored_frame),
         picks=pick_summary.iloc[:0],
         models=plan.models,
         stations=plan.stations,
@@ -246,14 +271,55 @@ def scope_from_summary(
         pick_summary=pick_summary,
         coverage_keep=covered.keep if covered is not None else None,
         report=report,
+        scored_summary=scored_summary,
     )
 
 
-def _check_not_empty(ref: pd.DataFrame, pick_summary: pd.DataFrame, below_by_ds: dict[str, int], *, floor: float,
-                     ref_source: str, picks_source: str, ref_rows: dict | None, picks_rows: dict | None) -> None:
+def _summed(items: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Per-dataset counts of the buckets, added."""
+    out: dict[str, int] = {}
+    for item in items:
+        for d, n in item.items():
+            out[d] = out.get(d, 0) + int(n)
+    return out
+
+
+def _summed_arrays(items: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for item in items:
+        for d, n in item.items():
+            out[d] = out[d] + n if d in out else n.copy()
+    return out
+
+
+def _by_station(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """The buckets' per-(dataset, station) summaries as one, sorted by (dataset, station) (the buckets hold
+    other stations: no key twice)."""
+    frame = pd.concat(list(frames), ignore_index=True)
+    order = sorted(range(len(frame)), key=lambda i: (frame["dataset"].iat[i], frame["station"].iat[i]))
+    frame = frame.iloc[order].reset_index(drop=True)
+    return frame.astype({"dataset": object, "station": object, "n_reference": np.int64, "t_min": np.int64,
+                         "t_max": np.int64})
+
+
+def _held(plan: ScopePlan, scored: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per scored dataset, the scored arrivals at each of its scored stations (in the plan's order)."""
+    out = {}
+    for d, sts in plan.stations.items():
+        rows = scored[scored["dataset"] == d]
+        at = pd.Index(np.asarray(sts, dtype=object)).get_indexer(rows["station"].to_numpy(object))
+        held = np.zeros(len(sts), dtype=np.int64)
+        held[at[at >= 0]] = rows["n_reference"].to_numpy(np.int64)[at >= 0]
+        out[d] = held
+    return out
+
+
+def _check_not_empty(n_ref: int, ref_attrs: dict, pick_summary: pd.DataFrame, below_by_ds: dict[str, int], *,
+                     floor: float, ref_source: str, picks_source: str, ref_rows: dict | None,
+                     picks_rows: dict | None) -> None:
     """Fatal when one side has nothing left to score."""
-    if ref.empty:
-        raise InputError(nothing_left(ref_source, "reference", ref_rows or ref.attrs.get("pickscale_rows")))
+    if not n_ref:
+        raise InputError(nothing_left(ref_source, "reference", ref_rows or ref_attrs.get("pickscale_rows")))
     n_below = int(sum(below_by_ds.values()))
     if pick_summary.empty:
         if n_below:
@@ -261,29 +327,6 @@ def _check_not_empty(ref: pd.DataFrame, pick_summary: pd.DataFrame, below_by_ds:
                              f"(all {n_below} are below it); the floor is the lowest value of "
                              "thresholds.", options=("thresholds",))
         raise InputError(nothing_left(picks_source, "picks", picks_rows or pick_summary.attrs.get("pickscale_rows")))
-
-
-def _masks(rc: ReferenceCodes, distinct: np.ndarray, group: np.ndarray, unique: np.ndarray,
-           plan: ScopePlan) -> tuple[np.ndarray, np.ndarray]:
-    """Per reference row: kept once and at a scored station; inside its dataset's span.
-
-    The plan's decisions as tables over codes: scored (dataset, station) groups, span per dataset.
-    """
-    # Every scored station has arrivals, so each of these keys is one of the groups.
-    keys = np.array([rc.dataset_code(d) * rc.ns + rc.station_code(st) for d, sts in plan.stations.items()
-                     for st in sts], dtype=np.int64)
-    scored_group = np.zeros(distinct.size, dtype=bool)
-    scored_group[np.searchsorted(distinct, keys)] = True
-    has_span = np.zeros(len(rc.d_names), dtype=bool)
-    lo = np.zeros(len(rc.d_names), dtype=np.int64)
-    hi = np.zeros(len(rc.d_names), dtype=np.int64)
-    for i, d in enumerate(rc.d_names.tolist()):
-        if d in plan.spans:
-            has_span[i] = True
-            lo[i], hi[i] = plan.spans[d]
-    at_station = unique & scored_group[group]
-    in_span = has_span[rc.d] & (rc.time >= lo[rc.d]) & (rc.time <= hi[rc.d])
-    return at_station, in_span
 
 
 def _exclusions(plan: ScopePlan, below_by_ds: dict[str, int], dup_by_ds: dict[str, int], outside: dict[str, int],
@@ -318,9 +361,9 @@ def _exclusions(plan: ScopePlan, below_by_ds: dict[str, int], dup_by_ds: dict[st
     return {d: {k: int(c.get(k, 0)) for k in EXCLUSION_KEYS} for d, c in sorted(by_ds.items())}, warnings
 
 
-def _check_coverage_left(coverage: Coverage, considered: np.ndarray, pick_summary: pd.DataFrame) -> None:
+def _check_coverage_left(coverage: Coverage, any_arrival: bool, pick_summary: pd.DataFrame) -> None:
     """Fatal when the coverage leaves nothing on one side (its times or stations do not meet the inputs')."""
-    side = ("reference arrival" if not considered.any() else "pick" if pick_summary.empty else None)
+    side = ("reference arrival" if not any_arrival else "pick" if pick_summary.empty else None)
     if side:
         raise InputError(f"{coverage.source}: no {side} lies inside a window of the coverage file that every "
                          "model was run on; check that its stations are spelled as the inputs' (and station_key), "

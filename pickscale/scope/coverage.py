@@ -225,8 +225,12 @@ class CoverageResult:
 
     Attributes
     ----------
+    common
+        Per dataset with models: its common coverage, per cell plus a trailing False for −1
+        (:meth:`Coverage.common`); the considered arrivals of such a dataset outside it are excluded (those of a
+        dataset without models are kept).
     reference_kept
-        Per reference row: inside its dataset's common coverage (datasets without models: True).
+        The considered arrivals kept, over every dataset.
     pick_summary
         The picks' summary per (dataset, station, model) over the picks inside the common coverage.
     keep
@@ -239,7 +243,8 @@ class CoverageResult:
         One line per dataset with exclusions.
     """
 
-    reference_kept: np.ndarray
+    common: dict[str, np.ndarray]
+    reference_kept: int
     pick_summary: pd.DataFrame
     keep: pd.DataFrame
     counts: dict[str, dict[str, int]]
@@ -247,17 +252,16 @@ class CoverageResult:
     warnings: list[str]
 
 
-def apply_coverage(coverage: Coverage, ref_cells: np.ndarray, ref_dcode: np.ndarray, d_names: np.ndarray,
-                   considered: np.ndarray, pick_cells: pd.DataFrame) -> CoverageResult:
+def apply_coverage(coverage: Coverage, ref_cells: pd.DataFrame, pick_cells: pd.DataFrame) -> CoverageResult:
     """Each dataset's common coverage, and the arrivals and picks outside it (SPEC §2, "Coverage").
 
     Parameters
     ----------
     coverage
         The windows as cells.
-    ref_cells, ref_dcode, d_names, considered
-        Per reference row: its cell, its dataset (a code into ``d_names``), and whether it is still
-        considered (not a duplicate).
+    ref_cells
+        The considered reference rows (not duplicates) counted per (dataset, cell): ``dataset, cell, n``
+        (cell −1: in no window; :func:`pickscale.scope.rows.start_facts`, summed over the buckets).
     pick_cells
         The picks' summary per (dataset, station, model, cell): ``n_picks, t_min, t_max``.
 
@@ -287,13 +291,16 @@ def apply_coverage(coverage: Coverage, ref_cells: np.ndarray, ref_dcode: np.ndar
     counts: dict[str, dict[str, int]] = {}
     report: dict[str, dict] = {}
     warnings: list[str] = []
-    ref_kept = considered.copy()
-    code_of = {str(n): i for i, n in enumerate(d_names.tolist())}
-    datasets = sorted(set(dataset.tolist()) | {str(d_names[c]) for c in np.unique(ref_dcode[considered])})
+    common_of: dict[str, np.ndarray] = {}
+    ref_dataset = ref_cells["dataset"].astype(str).to_numpy(object)
+    ref_cell = ref_cells["cell"].to_numpy(np.int64)
+    ref_n = ref_cells["n"].to_numpy(np.int64)
+    ref_kept = int(ref_n.sum())
+    datasets = sorted(set(dataset.tolist()) | set(ref_dataset[ref_n > 0].tolist()))
     for d in datasets:
         in_d = dataset == d
         models = sorted(set(model[in_d & own & (n_picks > 0)].tolist()))
-        ref_rows = np.flatnonzero(considered & (ref_dcode == code_of.get(d, -1)))
+        ref_rows = ref_dataset == d
         if not models:  # no model was run where it picked: every pick here is outside, the arrivals stay
             n_pick_out = int(n_picks[in_d].sum())  # for SPEC §2's other rules (a dataset without picks)
             if n_pick_out:
@@ -302,33 +309,34 @@ def apply_coverage(coverage: Coverage, ref_cells: np.ndarray, ref_dcode: np.ndar
                                 f"model ({coverage.source}) and are excluded.")
             continue
         common = coverage.common(models)
+        common_of[d] = common
         kept[in_d] = common[cell[in_d]] & own[in_d]
-        r_cells = ref_cells[ref_rows]
+        r_cells, r_n = ref_cell[ref_rows], ref_n[ref_rows]
         r_common = common[r_cells]
-        ref_kept[ref_rows] = r_common
+        n_common, n_ref = int(r_n[r_common].sum()), int(r_n.sum())
+        ref_kept -= n_ref - n_common
         per_model: dict[str, dict[str, int]] = {}
         for m in sorted(set(model[in_d].tolist())):
             r_own = coverage.own(r_cells, m)
             rows = in_d & (model == m)
             per_model[m] = {
-                "reference_covered": int(r_own.sum()),
-                "reference_lost": int((r_own & ~r_common).sum()),
+                "reference_covered": int(r_n[r_own].sum()),
+                "reference_lost": int(r_n[r_own & ~r_common].sum()),
                 "picks_outside_own": int(n_picks[rows & ~own].sum()),
                 "picks_outside_common": int(n_picks[rows & own & ~kept].sum()),
             }
-        n_ref_out = int(ref_rows.size - r_common.sum())
+        n_ref_out = n_ref - n_common
         n_pick_out = int(n_picks[in_d & ~kept].sum())
         counts[d] = {"reference_outside_coverage": n_ref_out, "picks_outside_coverage": n_pick_out}
-        report[d] = {"models": per_model, "reference_in_common_coverage": int(r_common.sum())}
-        warnings += _words(d, coverage, per_model, n_ref_out, n_pick_out, int(r_common.sum()),
-                           int(ref_rows.size))
+        report[d] = {"models": per_model, "reference_in_common_coverage": n_common}
+        warnings += _words(d, coverage, per_model, n_ref_out, n_pick_out, n_common, n_ref)
     keep = pick_cells.loc[kept, ["dataset", "station", "model", "cell"]].reset_index(drop=True)
     summary = (pick_cells.loc[kept].groupby(["dataset", "station", "model"], sort=True, observed=True)
                .agg(n_picks=("n_picks", "sum"), t_min=("t_min", "min"), t_max=("t_max", "max")).reset_index())
     summary = summary.astype({"dataset": object, "station": object, "model": object, "n_picks": np.int64,
                               "t_min": np.int64, "t_max": np.int64})
-    return CoverageResult(reference_kept=ref_kept, pick_summary=summary, keep=keep, counts=counts,
-                          report=report, warnings=warnings)
+    return CoverageResult(common=common_of, reference_kept=ref_kept, pick_summary=summary, keep=keep,
+                          counts=counts, report=report, warnings=warnings)
 
 
 def _words(d: str, coverage: Coverage, per_model: dict[str, dict[str, int]], n_ref_out: int, n_pick_out: int,

@@ -60,15 +60,30 @@ def epicentral_km(lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: Array
     return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
 
 
-def _numbers(values: np.ndarray, what: str, low: float, high: float) -> np.ndarray:
+class CoordinateError(OptionsError):
+    """Values of a coordinate that are no coordinates: which (``order``: its place among the four checked, in
+    the order they are checked), the rows (``bad``: positions among the values given) and the values."""
+
+    def __init__(self, order: int, what: str, low: float, high: float, bad: np.ndarray, values: np.ndarray) -> None:
+        self.order, self.what, self.low, self.high = order, what, low, high
+        self.bad, self.values = bad, values
+        shown = ", ".join(repr(v) for v in pd.unique(pd.Series(values[bad], dtype=object))[:3])
+        super().__init__(coordinate_message(what, low, high, int(bad.size), shown), options=("group_by",))
+
+
+def coordinate_message(what: str, low: float, high: float, n_bad: int, shown: str) -> str:
+    """The message of :class:`CoordinateError` (``shown``: the first three distinct values, as ``repr``)."""
+    return (f"group_by distance: {n_bad} value(s) of {what} are not coordinates in [{low:g}, {high:g}] degrees "
+            f"({shown}).")
+
+
+def _numbers(values: np.ndarray, what: str, low: float, high: float, order: int = 0) -> np.ndarray:
     """Values as floats (NaN where missing); a value that is no number, or out of range, is an error."""
     as_float = pd.to_numeric(pd.Series(values, dtype=object).replace("", np.nan), errors="coerce").to_numpy(float)
     given = pd.notna(pd.Series(values, dtype=object).replace("", np.nan)).to_numpy()
     bad = (given & np.isnan(as_float)) | (np.abs(as_float) > max(abs(low), abs(high)))
     if bad.any():
-        shown = ", ".join(repr(v) for v in pd.unique(pd.Series(values[bad], dtype=object))[:3])
-        raise OptionsError(f"group_by distance: {int(bad.sum())} value(s) of {what} are not coordinates in "
-                           f"[{low:g}, {high:g}] degrees ({shown}).", options=("group_by",))
+        raise CoordinateError(order, what, low, high, np.flatnonzero(bad), values)
     return as_float
 
 
@@ -120,9 +135,9 @@ def arrival_distances(kept: Callable[[str], np.ndarray | None], n: int,
                                "with latitude and longitude (stations, --stations FILE: CSV or StationXML).",
                                options=("group_by", "stations"))
         st_lat, st_lon = from_table
-    lat1 = _numbers(np.asarray(ev_lat, dtype=object), "the event latitude", -90, 90)
-    lon1 = _numbers(np.asarray(ev_lon, dtype=object), "the event longitude", -360, 360)
-    lat2 = _numbers(np.asarray(st_lat, dtype=object), "the station latitude", -90, 90)
-    lon2 = _numbers(np.asarray(st_lon, dtype=object), "the station longitude", -360, 360)
+    lat1 = _numbers(np.asarray(ev_lat, dtype=object), "the event latitude", -90, 90, 0)
+    lon1 = _numbers(np.asarray(ev_lon, dtype=object), "the event longitude", -360, 360, 1)
+    lat2 = _numbers(np.asarray(st_lat, dtype=object), "the station latitude", -90, 90, 2)
+    lon2 = _numbers(np.asarray(st_lon, dtype=object), "the station longitude", -360, 360, 3)
     assert lat1.size == n
     return epicentral_km(lat1, lon1, lat2, lon2)

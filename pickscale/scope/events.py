@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["EVENT_COLUMN", "Events", "event_codes", "settle_duplicates"]
+__all__ = ["EVENT_COLUMN", "Events", "event_codes", "settle_duplicates", "event_facts", "events_of", "codes_of"]
 
 #: The reference column that names each arrival's event (SPEC §19).
 EVENT_COLUMN = "event"
@@ -53,36 +53,79 @@ def _ids(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def event_facts(reference: pd.DataFrame, column: str | None, group: np.ndarray | None = None) -> pd.DataFrame:
+    """Per (dataset, event id) of the rows of ``reference`` with an event: its earliest arrival (the smallest
+    time, then station, then phase, in code-point order) and that arrival's group (−1 without ``group``).
+
+    The events' names and groups are decided from these rows, gathered over any split of the rows by station
+    (:func:`events_of`): the earliest of several sets is the earliest of their earliest.
+    """
+    empty = pd.DataFrame({"dataset": np.zeros(0, object), "event": np.zeros(0, object),
+                          "time": np.zeros(0, np.int64), "station": np.zeros(0, object),
+                          "phase": np.zeros(0, object), "group": np.zeros(0, np.int64)})
+    if column is None or column not in reference or len(reference) == 0:
+        return empty
+    ids = _ids(reference[column].to_numpy(object))
+    rows = np.flatnonzero(ids != "")
+    if not rows.size:
+        return empty
+    frame = pd.DataFrame({"dataset": reference["dataset"].astype(str).to_numpy(object)[rows], "event": ids[rows],
+                          "time": reference["time"].to_numpy(np.int64)[rows],
+                          "station": reference["station"].astype(str).to_numpy(object)[rows],
+                          "phase": reference["phase"].astype(str).to_numpy(object)[rows],
+                          "group": (np.asarray(group)[rows].astype(np.int64) if group is not None
+                                    else np.full(rows.size, -1, np.int64))})
+    return _earliest(frame)
+
+
+def _earliest(frame: pd.DataFrame) -> pd.DataFrame:
+    d, e = frame["dataset"].to_numpy(object), frame["event"].to_numpy(object)
+    order = np.lexsort((frame["phase"].to_numpy(object), frame["station"].to_numpy(object),
+                        frame["time"].to_numpy(np.int64), e, d))
+    d, e = d[order], e[order]
+    first = order[np.r_[True, (d[1:] != d[:-1]) | (e[1:] != e[:-1])]] if order.size else order
+    return frame.iloc[first].reset_index(drop=True)
+
+
+def events_of(facts: list[pd.DataFrame], *, with_groups: bool) -> Events | None:
+    """The events (names per dataset in code-point order, and with groups each event's group) of the rows whose
+    :func:`event_facts` are ``facts``; None without any.  :attr:`Events.codes` is left empty (:func:`codes_of`)."""
+    frame = _earliest(pd.concat(facts, ignore_index=True)) if facts else pd.DataFrame()
+    if not len(frame):
+        return None
+    names: dict[str, list[str]] = {}
+    groups: dict[str, list[int]] | None = {} if with_groups else None
+    for d, rows in frame.groupby("dataset", sort=True):
+        rows = rows.iloc[np.argsort(rows["event"].to_numpy(object), kind="stable")]
+        names[str(d)] = [str(x) for x in rows["event"].tolist()]
+        if groups is not None:
+            groups[str(d)] = [int(g) for g in rows["group"].tolist()]
+    return Events(codes=np.zeros(0, np.int32), names=names, groups=groups)
+
+
+def codes_of(reference: pd.DataFrame, column: str, names: dict[str, list[str]]) -> np.ndarray:
+    """Each row's event code (int32: its id's index among its dataset's ``names``; −1 without an event)."""
+    codes = np.full(len(reference), -1, dtype=np.int32)
+    if column not in reference or not len(reference):
+        return codes
+    ids = _ids(reference[column].to_numpy(object))
+    datasets = reference["dataset"].astype(str).to_numpy(object)
+    for d, distinct in names.items():
+        rows = np.flatnonzero((ids != "") & (datasets == d))
+        if rows.size:
+            codes[rows] = pd.Index(distinct, dtype=object).get_indexer(ids[rows])
+    return codes
+
+
 def event_codes(reference: pd.DataFrame, column: str, *, group: np.ndarray | None = None) -> Events | None:
     """The events of the scope's ``reference`` (its ``column`` holds the raw event values); None without any.
 
     ``group``: each row's group code (SPEC §14), for the events' groups.
     """
-    if column not in reference or len(reference) == 0:
-        return None
-    ids = _ids(reference[column].to_numpy(object))
-    has = ids != ""
-    if not has.any():
-        return None
-    datasets = reference["dataset"].astype(str).to_numpy(object)
-    codes = np.full(ids.size, -1, dtype=np.int32)
-    names: dict[str, list[str]] = {}
-    groups: dict[str, list[int]] | None = {} if group is not None else None
-    stations = reference["station"].astype(str).to_numpy(object)
-    phases = reference["phase"].astype(str).to_numpy(object)
-    times = reference["time"].to_numpy(np.int64)
-    for d in sorted(set(datasets[has].tolist())):
-        rows = np.flatnonzero(has & (datasets == d))
-        distinct = sorted(set(ids[rows].tolist()))  # code-point order, as every label
-        index = {e: i for i, e in enumerate(distinct)}
-        codes[rows] = [index[e] for e in ids[rows].tolist()]
-        names[d] = distinct
-        if groups is not None and group is not None:
-            # The earliest arrival of each event: sorted by (code, time, station, phase), its first row.
-            order = rows[np.lexsort((phases[rows], stations[rows], times[rows], codes[rows]))]
-            first = order[np.r_[True, codes[order][1:] != codes[order][:-1]]]
-            groups[d] = [int(g) for g in np.asarray(group)[first]]
-    return Events(codes=codes, names=names, groups=groups)
+    events = events_of([event_facts(reference, column, group)], with_groups=group is not None)
+    if events is not None:
+        events.codes = codes_of(reference, column, events.names)
+    return events
 
 
 def settle_duplicates(reference: pd.DataFrame, column: str) -> None:

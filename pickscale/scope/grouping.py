@@ -43,7 +43,8 @@ from ..io.stationxml import is_station_source, read_station_xml
 from .distance import DISTANCE, arrival_distances, kept_columns
 
 __all__ = ["GroupSpec", "MISSING", "parse_group_by", "group_labels", "group_codes", "read_stations",
-           "join_stations", "reference_group_codes"]
+           "join_stations", "reference_group_codes", "GroupFacts", "group_facts", "labels_of", "codes_of",
+           "group_values"]
 
 #: The label of the group of arrivals whose value is missing.
 MISSING = "missing"
@@ -136,32 +137,72 @@ def _missing(values: np.ndarray) -> np.ndarray:
     return (text.isna() | text.map(lambda v: isinstance(v, str) and not v.strip())).to_numpy(bool)
 
 
+@dataclass
+class GroupFacts:
+    """What the groups' labels are decided from, for some rows (additive: :meth:`merged`): the distinct values of
+    a text column (stripped), whether a value is missing, and the values of a numeric column that are no
+    number (how many, and the first five with their row numbers)."""
+
+    distinct: frozenset[str]
+    missing: bool
+    n_bad: int
+    bad: tuple[tuple[int, str], ...]
+
+    @classmethod
+    def merged(cls, facts: Sequence[GroupFacts]) -> GroupFacts:
+        bad = tuple(sorted((b for f in facts for b in f.bad), key=lambda b: b[0])[:5])
+        return cls(frozenset().union(*(f.distinct for f in facts)), any(f.missing for f in facts),
+                   sum(f.n_bad for f in facts), bad)
+
+
+def group_facts(spec: GroupSpec, values: Any, rows: np.ndarray | None = None) -> GroupFacts:
+    """:class:`GroupFacts` of ``values`` (one per row; ``rows``: their row numbers, 0, 1, … by default)."""
+    values = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
+    rows = np.arange(values.size) if rows is None else np.asarray(rows, dtype=np.int64)
+    missing = _missing(values)
+    if spec.edges is None:
+        text = {str(v).strip() for v in values[~missing].tolist()}
+        return GroupFacts(frozenset(text), bool(missing.any()), 0, ())
+    numbers = pd.to_numeric(pd.Series(values[~missing], dtype=object), errors="coerce").to_numpy(np.float64)
+    bad = np.flatnonzero(~missing)[~np.isfinite(numbers)]
+    return GroupFacts(frozenset(), bool(missing.any()), int(bad.size),
+                      tuple((int(rows[r]), repr(values[r])) for r in bad[:5]))
+
+
+def labels_of(spec: GroupSpec, facts: GroupFacts, *, where: str = "the reference") -> list[str]:
+    """The labels of the groups (:func:`group_labels`) from the facts of every row; a value of a numeric column
+    that is not a number is an input error naming the column and the first values."""
+    if spec.edges is None:
+        return group_labels(spec, sorted(facts.distinct), with_missing=facts.missing or MISSING in facts.distinct)
+    if facts.n_bad:
+        shown = ", ".join(value for _, value in facts.bad)
+        raise InputError(f"{where}: column {spec.column!r} (group_by {str(spec)!r}) must hold numbers; "
+                         f"{facts.n_bad} value(s) are not ({shown}).")
+    return group_labels(spec, [], with_missing=facts.missing)
+
+
+def codes_of(spec: GroupSpec, values: Any, labels: Sequence[str]) -> np.ndarray:
+    """Each value's group code (int32, an index into ``labels``: :func:`labels_of` of these values and others)."""
+    values = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
+    missing = _missing(values)
+    codes = np.full(values.size, len(labels) - 1, dtype=np.int32)
+    if spec.edges is None:
+        text = np.array([str(v).strip() for v in values[~missing]], dtype=object)
+        codes[~missing] = pd.Index(list(labels), dtype=object).get_indexer(text)
+        return codes
+    numbers = pd.to_numeric(pd.Series(values[~missing], dtype=object), errors="coerce").to_numpy(np.float64)
+    # searchsorted right: value < e0 -> 0 ("<e0"), e_i <= value < e_{i+1} -> i + 1, value >= e_last -> K.
+    codes[~missing] = np.searchsorted(np.asarray(spec.edges), numbers, side="right").astype(np.int32)
+    return codes
+
+
 def group_codes(spec: GroupSpec, values: Any, *, where: str = "the reference") -> tuple[np.ndarray, list[str]]:
     """Each value's group code (int32, an index into the labels) and the labels (:func:`group_labels`).
 
     A value of a numeric column that is not a number is an input error naming the column and rows.
     """
-    values = np.asarray(pd.Series(values, dtype=object).to_numpy(), dtype=object)
-    missing = _missing(values)
-    if spec.edges is None:
-        text = np.array([str(v).strip() for v in values[~missing]], dtype=object)
-        distinct = sorted(set(text.tolist()))
-        labels = group_labels(spec, distinct, with_missing=bool(missing.any()) or MISSING in distinct)
-        codes = np.full(values.size, len(labels) - 1, dtype=np.int32)
-        codes[~missing] = pd.Index(labels, dtype=object).get_indexer(text)
-        return codes, labels
-    numbers = pd.to_numeric(pd.Series(values[~missing], dtype=object), errors="coerce").to_numpy(np.float64)
-    bad = ~np.isfinite(numbers)
-    if bad.any():
-        rows = np.flatnonzero(~missing)[bad]
-        shown = ", ".join(f"{values[r]!r}" for r in rows[:5])
-        raise InputError(f"{where}: column {spec.column!r} (group_by {str(spec)!r}) must hold numbers; "
-                         f"{rows.size} value(s) are not ({shown}).")
-    labels = group_labels(spec, [], with_missing=bool(missing.any()))
-    codes = np.full(values.size, len(labels) - 1, dtype=np.int32)
-    # searchsorted right: value < e0 -> 0 ("<e0"), e_i <= value < e_{i+1} -> i + 1, value >= e_last -> K.
-    codes[~missing] = np.searchsorted(np.asarray(spec.edges), numbers, side="right").astype(np.int32)
-    return codes, labels
+    labels = labels_of(spec, group_facts(spec, values), where=where)
+    return codes_of(spec, values, labels), labels
 
 
 def read_stations(source: Any, *, station_key: str = "as-is") -> pd.DataFrame:
@@ -225,16 +266,13 @@ def join_stations(reference: pd.DataFrame, stations: pd.DataFrame, column: str) 
     return joined["__value"].to_numpy(object)
 
 
-def reference_group_codes(reference: pd.DataFrame, spec: GroupSpec, *, stations: pd.DataFrame | None = None,
-                          found_columns: Sequence[str] = ()) -> tuple[np.ndarray, list[str]]:
-    """Each scored arrival's group code, and the labels: from the reference's kept column, else the stations table.
-
-    ``reference`` is the scope's reference (its ``group_value`` column holds the
-    raw values of ``spec.column`` when the reference has it).
-    """
+def group_values(reference: pd.DataFrame, spec: GroupSpec, *, stations: pd.DataFrame | None = None,
+                 found_columns: Sequence[str] = ()) -> np.ndarray:
+    """Each reference row's value of the groups' column: the reference's kept column, else the distance computed
+    per arrival, else the stations table's column (object; missing where there is none)."""
     if KEPT_COLUMN in reference:
-        values = reference[KEPT_COLUMN].to_numpy(object)
-    elif spec.is_distance:  # SPEC §14, "Epicentral distance": computed per arrival, in km
+        return reference[KEPT_COLUMN].to_numpy(object)
+    if spec.is_distance:  # SPEC §14, "Epicentral distance": computed per arrival, in km
         where = {name: kept_name(i) for i, name in enumerate(spec.columns)}
 
         def kept(name: str) -> np.ndarray | None:
@@ -245,12 +283,20 @@ def reference_group_codes(reference: pd.DataFrame, spec: GroupSpec, *, stations:
                 return None
             return join_stations(reference, stations, "latitude"), join_stations(reference, stations, "longitude")
 
-        values = arrival_distances(kept, len(reference), from_table)
-    elif stations is not None:
-        values = join_stations(reference, stations, spec.column)
-    else:
-        shown = ", ".join(str(c) for c in found_columns) or "none"
-        raise OptionsError(f"group_by {str(spec)!r}: the reference has no column {spec.column!r} (its other "
-                           f"columns: {shown}); name a reference column, or give a stations table with it "
-                           "(stations).", options=("group_by", "stations"))
-    return group_codes(spec, values)
+        return arrival_distances(kept, len(reference), from_table)
+    if stations is not None:
+        return join_stations(reference, stations, spec.column)
+    shown = ", ".join(str(c) for c in found_columns) or "none"
+    raise OptionsError(f"group_by {str(spec)!r}: the reference has no column {spec.column!r} (its other "
+                       f"columns: {shown}); name a reference column, or give a stations table with it "
+                       "(stations).", options=("group_by", "stations"))
+
+
+def reference_group_codes(reference: pd.DataFrame, spec: GroupSpec, *, stations: pd.DataFrame | None = None,
+                          found_columns: Sequence[str] = ()) -> tuple[np.ndarray, list[str]]:
+    """Each scored arrival's group code, and the labels: from the reference's kept column, else the stations table.
+
+    ``reference`` is the scope's reference (its ``group_value`` column holds the
+    raw values of ``spec.column`` when the reference has it).
+    """
+    return group_codes(spec, group_values(reference, spec, stations=stations, found_columns=found_columns))

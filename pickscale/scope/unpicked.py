@@ -8,35 +8,28 @@ counts them per (dataset, model) and words one line per model for the run's warn
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from .hints import N_SHOWN, iso, shown_names
 from .plan import ScopePlan
-from .summaries import ReferenceCodes
 
-__all__ = ["unpicked"]
+__all__ = ["unpicked", "own_spans"]
 
 
-def unpicked(plan: ScopePlan, rc: ReferenceCodes, distinct: np.ndarray, group: np.ndarray, scored: np.ndarray,
-              pick_summary: pd.DataFrame, residual_tol_ns: int) -> tuple[dict, list[str]]:
-    """Per dataset and model: scored arrivals it is charged with although it has no pick near them.
+def own_spans(plan: ScopePlan, pick_summary: pd.DataFrame, residual_tol_ns: int
+              ) -> dict[str, tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per scored dataset: its scored stations, the (model, station) positions with picks (sorted by model, then
+    station; each once) and each model's own span ``lo``, ``hi`` (its first/last pick ± residual_tol) — what
+    the buckets count the arrivals outside a model's own span with (:func:`pickscale.scope.rows.outside_own_span`).
 
-    Two cases, from summaries: scored stations where the model has no pick at or above the floor, and
-    arrivals at its other scored stations outside its own span (its first/last pick in the dataset ±
-    residual_tol) — the signs of a model not run there, which SPEC §2 still charges as misses.
-
-    Every model of a dataset at once, on integer codes (a pass over its summary rows and its arrivals, not one
-    per model: with 16,000 models that was most of a run); only the lines are written one by one.
+    Every model of a dataset at once, on integer positions (a pass over its summary rows, not one per model:
+    with 16,000 models that was most of a run).
     """
-    per_group = np.bincount(group[scored], minlength=distinct.size)
-    record: dict[str, dict[str, dict[str, int]]] = {}
-    lines = []
+    out = {}
     for d, sts in plan.stations.items():
-        dcode = rc.dataset_code(d)
-        st_codes = np.array([rc.station_code(s) for s in sts], dtype=np.int64)
-        held = per_group[np.searchsorted(distinct, dcode * rc.ns + st_codes)]
-        n_d = int(held.sum())
         models = plan.models[d]
         ps = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(sts)]
         # Each summary row as (model, station) positions in the plan's lists: hashed, once per dataset (every
@@ -45,9 +38,41 @@ def unpicked(plan: ScopePlan, rc: ReferenceCodes, distinct: np.ndarray, group: n
         row_s = pd.Index(sts).get_indexer(ps["station"].to_numpy(object))
         if (row_m < 0).any() or (row_s < 0).any():
             raise RuntimeError("internal error: a pick summary row of a scored station names no model of the plan")
-        counts = _UnpickedCounts(len(models), held, row_m, row_s, ps["t_min"].to_numpy(np.int64),
-                                 ps["t_max"].to_numpy(np.int64), int(residual_tol_ns),
-                                 _station_times(rc, scored & (rc.d == dcode), st_codes))
+        n_st = len(sts)
+        pair = np.unique(row_m.astype(np.int64) * n_st + row_s)
+        first = np.full(len(models), np.iinfo(np.int64).max, dtype=np.int64)
+        last = np.full(len(models), np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(first, row_m, ps["t_min"].to_numpy(np.int64))
+        np.maximum.at(last, row_m, ps["t_max"].to_numpy(np.int64))
+        # Its own span, clipped to the instants a time can hold as Python ints would clip it (int64 must not wrap):
+        # max(first − tol, min) is max(first, min + tol) − tol.
+        tol = int(residual_tol_ns)
+        lo = np.maximum(first, pd.Timestamp.min.value + tol) - tol
+        hi = np.minimum(last, pd.Timestamp.max.value - tol) + tol
+        out[d] = (list(sts), pair // max(n_st, 1), pair % max(n_st, 1), lo, hi)
+    return out
+
+
+def unpicked(plan: ScopePlan, held: dict[str, np.ndarray], spans: dict[str, Any], outside: dict[str, np.ndarray]
+             ) -> tuple[dict, list[str]]:
+    """Per dataset and model: scored arrivals it is charged with although it has no pick near them.
+
+    Two cases, from summaries: scored stations where the model has no pick at or above the floor, and
+    arrivals at its other scored stations outside its own span (its first/last pick in the dataset ±
+    residual_tol) — the signs of a model not run there, which SPEC §2 still charges as misses.
+
+    ``held``: per dataset, the scored arrivals at each of its scored stations (in the plan's order); ``spans``:
+    :func:`own_spans`; ``outside``: per dataset and model, the arrivals outside its own span
+    (:func:`pickscale.scope.rows.outside_own_span`, summed over the buckets).  Only the lines are written one by
+    one.
+    """
+    record: dict[str, dict[str, dict[str, int]]] = {}
+    lines = []
+    for d, sts in plan.stations.items():
+        n_d = int(held[d].sum())
+        models = plan.models[d]
+        _, pair_m, pair_s, lo_m, hi_m = spans[d]
+        counts = _UnpickedCounts(len(models), held[d], pair_m, pair_s, lo_m, hi_m, outside[d])
         flagged = np.flatnonzero((counts.n_missing > 0) | (counts.n_outside > 0))
         if not flagged.size:
             continue
@@ -55,8 +80,8 @@ def unpicked(plan: ScopePlan, rc: ReferenceCodes, distinct: np.ndarray, group: n
         without, lo, hi = counts.without.tolist(), counts.lo.tolist(), counts.hi.tolist()
         first_missing, n_unpicked = counts.first_missing().tolist(), (len(sts) - counts.n_stations).tolist()
         # The spans' texts once per distinct instant (models run together share them).
-        spans = counts.n_outside > 0
-        stamp = {t: iso(t) for t in np.unique(np.r_[counts.lo[spans], counts.hi[spans]]).tolist()}
+        beyond = counts.n_outside > 0
+        stamp = {t: iso(t) for t in np.unique(np.r_[counts.lo[beyond], counts.hi[beyond]]).tolist()}
         for j in flagged.tolist():
             m = models[j]
             record.setdefault(d, {})[m] = {"stations_without_picks": without[j], "reference_there": n_missing[j],
@@ -76,60 +101,26 @@ def unpicked(plan: ScopePlan, rc: ReferenceCodes, distinct: np.ndarray, group: n
     return record, lines
 
 
-def _station_times(rc: ReferenceCodes, rows: np.ndarray, st_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The ``rows`` (a mask: a dataset's scored arrivals) as sorted keys ``station position · width + rank``,
-    with the sorted times the ranks index (``width`` = their number + 1).
-
-    A time's rank is how many of the times are smaller: ``t < x`` exactly when ``rank < searchsorted(times, x)``,
-    so "arrivals of station i before x" is a range of these keys, for every (model, station) in one search.
-    """
-    position = np.full(max(len(rc.s_names), 1), -1, dtype=np.int64)
-    position[st_codes] = np.arange(st_codes.size)
-    station, time = position[rc.s[rows]], rc.time[rows]
-    times = np.sort(time)
-    keys = np.sort(station * (times.size + 1) + np.searchsorted(times, time, side="left"))
-    return keys, times
-
-
 class _UnpickedCounts:
     """:func:`unpicked`'s counts for every model of one dataset, from its summary rows (model and station
-    positions, first and last pick), the scored arrivals per station (``held``) and their times
-    (:func:`_station_times`)."""
+    positions, their own spans), the scored arrivals per station (``held``) and those outside each model's span."""
 
-    def __init__(self, n_models: int, held: np.ndarray, row_m: np.ndarray, row_s: np.ndarray, t_min: np.ndarray,
-                 t_max: np.ndarray, residual_tol_ns: int, station_times: tuple[np.ndarray, np.ndarray]) -> None:
+    def __init__(self, n_models: int, held: np.ndarray, pair_m: np.ndarray, pair_s: np.ndarray, lo: np.ndarray,
+                 hi: np.ndarray, n_outside: np.ndarray) -> None:
         n_st = held.size
         # The (model, station) pairs with picks, sorted by model then station (each once, whatever the rows).
-        pair = np.unique(row_m.astype(np.int64) * n_st + row_s)
-        self.pair_m, self.pair_s = pair // n_st, pair % n_st
+        self.pair_m, self.pair_s = pair_m, pair_s
         self.n_models, self.n_st = n_models, n_st
-        self.n_stations = self._per_model(np.ones(pair.size, dtype=np.int64))
+        self.n_stations = self._per_model(np.ones(pair_m.size, dtype=np.int64))
         self.n_missing = int(held.sum()) - self._per_model(held[self.pair_s])
         self.without = int((held > 0).sum()) - self._per_model((held[self.pair_s] > 0).astype(np.int64))
-        first = np.full(n_models, np.iinfo(np.int64).max, dtype=np.int64)
-        last = np.full(n_models, np.iinfo(np.int64).min, dtype=np.int64)
-        np.minimum.at(first, row_m, t_min)
-        np.maximum.at(last, row_m, t_max)
-        # Its own span, clipped to the instants a time can hold as Python ints would clip it (int64 must not wrap):
-        # max(first − tol, min) is max(first, min + tol) − tol.
-        tol = int(residual_tol_ns)
-        self.lo = np.maximum(first, pd.Timestamp.min.value + tol) - tol
-        self.hi = np.minimum(last, pd.Timestamp.max.value - tol) + tol
-        self.n_outside = self._outside(*station_times)
+        self.lo, self.hi = lo, hi
+        self.n_outside = n_outside
 
     def _per_model(self, values: np.ndarray) -> np.ndarray:
         out = np.zeros(self.n_models, dtype=np.int64)
         np.add.at(out, self.pair_m, values)
         return out
-
-    def _outside(self, keys: np.ndarray, times: np.ndarray) -> np.ndarray:
-        """Per model, the arrivals at its stations outside its span: three searches per (model, station)."""
-        base = self.pair_s * (times.size + 1)
-        start = np.searchsorted(keys, base)
-        before = np.searchsorted(keys, base + np.searchsorted(times, self.lo[self.pair_m], side="left")) - start
-        up_to = np.searchsorted(keys, base + np.searchsorted(times, self.hi[self.pair_m], side="right")) - start
-        total = np.searchsorted(keys, base + times.size + 1) - start
-        return self._per_model(before + total - up_to)
 
     def first_missing(self) -> np.ndarray:
         """Per model, the positions of its first :data:`~pickscale.scope.hints.N_SHOWN` stations without picks

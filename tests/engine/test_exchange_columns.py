@@ -33,8 +33,9 @@ def _frame(ref: pd.DataFrame, picks: pd.DataFrame, **keywords) -> tuple[pd.DataF
     """(the computed exchange frame, the dtypes Dask declares for it, the run), prepared as ``pickscale.score``
     prepares a run."""
     run = prepare(ref, picks, run_keywords({"progress": False, **keywords}))
-    frame = exchange.exchange_frame(run.pick_parts, run.ref_codes, run.plan, run.plan, run.options,
-                                    conf_dtype=_conf_dtype(run.outlines))
+    optional = exchange.optional_columns(run.options, groups=run.options.group_labels is not None, events=run.events)
+    frame = exchange.exchange_frame(run.pick_parts, run.ref_codes.values(), run.plan, run.plan, run.options,
+                                    conf_dtype=_conf_dtype(run.outlines), optional=optional)
     computed = frame.compute()
     assert computed.dtypes.equals(frame.dtypes)  # every partition as declared (from_delayed does not verify)
     return computed, frame.dtypes, run
@@ -89,6 +90,5 @@ def test_with_groups_the_column_carries_each_arrivals_code_and_its_conf_is_zero(
 def test_the_arrival_group_dtype_holds_every_code(n_groups, dtype):
     """The narrowest of int8, int16, int32 holding codes ``0 … n_groups − 1`` and a pick's -1."""
     options = Options(group_by="site").with_group_labels([f"g{i}" for i in range(n_groups)])
-    ref_codes = pd.DataFrame({"arrival_group": np.array([0, n_groups - 1], np.int32)})
-    assert exchange.optional_columns(ref_codes, options) == {"arrival_group": np.dtype(dtype)}
-    assert exchange.optional_columns(ref_codes.drop(columns="arrival_group"), options) == {}
+    assert exchange.optional_columns(options, groups=True) == {"arrival_group": np.dtype(dtype)}
+    assert exchange.optional_columns(options, groups=False) == {}

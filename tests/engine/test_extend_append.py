@@ -43,7 +43,7 @@ def test_an_extension_appends_its_pairs_as_a_segment(tmp_path):
     ahead_pairs = {name: ahead[name].values for name in PAIRS}
     pickscale.extend(target, r2, p2)
     with pytest.raises(StoreError, match="replaced or removed after it was opened"):
-        ahead["residual"].values  # (the store it read lazily from is gone: never other numbers)
+        np.asarray(ahead["residual"].values)  # (the store it read lazily from is gone: never other numbers)
     back = open_results(target, lazy=False)  # a whole opening: every check of SPEC §15, segments too
     for name in PAIRS:
         assert np.array_equal(ahead_pairs[name], back[name].values), name

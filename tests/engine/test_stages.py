@@ -53,7 +53,7 @@ def test_prepare_keeps_the_normalised_reference_when_asked():
     ref, picks = _inputs()
     run = prepare(ref, picks, Keywords(progress=False), keep_reference=True)
     assert run.reference is not None
-    assert sorted(run.reference["station"]) == ["A", "A", "B"]
+    assert sorted(run.reference.frame()["station"]) == ["A", "A", "B"]  # as buckets, where they are
     assert run.scope.reference.empty  # the scope lets it go once encoded
 
 
