@@ -44,9 +44,13 @@ def bring_back(tops: Sequence[Any], client: Any, *, batch_bytes: int = BATCH_BYT
         pieces = [without_pairs(t) for t in tops]
         return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows))
     sizes = client.gather([client.submit(_field_sizes, t, pure=False, retries=3) for t in tops])
+    # SPEC §19's events merged on a worker: their rows grow with the bulletin's events, and merging the pieces'
+    # K highest levels takes several times the merged rows in passing (issue 22: the client's peak at 5·10^6
+    # arrivals); the client receives the merged rows only.
+    events = client.submit(merged_events, tops, pure=False, retries=3).result()
     if sum(n for piece in sizes for per in piece.values() for n in per.values()) <= batch_bytes:
-        pieces = client.gather([client.submit(without_pairs, t, pure=False, retries=3) for t in tops])
-        return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows))
+        pieces = client.gather([client.submit(_without_events, t, pure=False, retries=3) for t in tops])
+        return join(pieces, lambda i, d, rows: pieces[i].stacks[d].take(rows), events=events)
     skeletons = client.gather([client.submit(_without_fields, t, pure=False, retries=3) for t in tops])
     # A field is read from every piece in turn: each piece's share of the batch, so that at most
     # batch_bytes are in transit in all (or one field of one piece, if larger).
@@ -58,22 +62,24 @@ def bring_back(tops: Sequence[Any], client: Any, *, batch_bytes: int = BATCH_BYT
     def take(i: int, d: int, rows: np.ndarray) -> StationStack:
         return client.submit(_rows, tops[i], d, rows, pure=False, retries=3).result()
 
-    return join(skeletons, take)
+    return join(skeletons, take, events=events)
 
 
-def join(pieces: Sequence[Partial], take: Callable[[int, int, np.ndarray], StationStack]) -> Partial:
+def join(pieces: Sequence[Partial], take: Callable[[int, int, np.ndarray], StationStack], *,
+         events: dict[int, dict[str, np.ndarray]] | None = None) -> Partial:
     """One partial from the reduction's pieces, as :func:`~pickscale.kernel.combine_partials` would give.
 
     The pieces' arrays are taken, not copied: their pairs are taken out of them, and their station
     fields as the joined fields are read (:class:`JoinedFields`).  ``take(i, d, rows)`` gives the
     rows ``rows`` of piece ``i``'s stack of dataset code ``d`` whole (fields and pairs): it is used for
-    the stations found in several pieces (a station cut into time blocks), merged here.
+    the stations found in several pieces (a station cut into time blocks), merged here.  ``events``: the
+    pieces' events already merged (on a cluster, where they are); by default merged here.
     """
     stacks: dict[int, StationStack] = {}
     for d in sorted({d for piece in pieces for d in piece.stacks}):
         have = [(i, piece.stacks[d]) for i, piece in enumerate(pieces) if d in piece.stacks]
         stacks[d] = have[0][1] if len(have) == 1 else _joined(d, have, take)
-    return Partial(stacks=stacks, fine=summed_fine(pieces), events=merged_events(pieces))
+    return Partial(stacks=stacks, fine=summed_fine(pieces), events=merged_events(pieces) if events is None else events)
 
 
 def _joined(d: int, have: list[tuple[int, StationStack]],
@@ -238,9 +244,17 @@ def _field_sizes(piece: Partial) -> dict[int, dict[str, int]]:
     return {d: {name: int(values.nbytes) for name, values in s.fields.items()} for d, s in piece.stacks.items()}
 
 
-def _without_fields(piece: Partial) -> Partial:
-    """``piece`` without its station fields and pairs: keys, binned rows and fine curves (the client's first look)."""
+def _without_events(piece: Partial) -> Partial:
+    """``piece`` without its pairs and events (both stay on the cluster: the events come merged)."""
     bare = without_pairs(piece)
+    bare.events = {}
+    return bare
+
+
+def _without_fields(piece: Partial) -> Partial:
+    """``piece`` without its station fields, pairs and events: keys, binned rows and fine curves (the client's
+    first look)."""
+    bare = _without_events(piece)
     for s in bare.stacks.values():
         s.fields = {}
     return bare

@@ -8,6 +8,7 @@ exchange â€” work unit, phase, time, and the group and event codes the run has â
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,14 @@ def event_names(arrivals: Arrivals, column: str | None, grouping: Grouping | Non
     None without any."""
     if column is None:
         return None
-    return events_of(arrivals.map(_event_facts, column, grouping), with_groups=grouping is not None)
+    # Each bucket's facts hold every event seen at its stations (most events, in every bucket): merged where
+    # the buckets are, so that the client receives each event once (issue 22: the client's largest step).
+    return arrivals.reduce(_event_facts, functools.partial(_events, with_groups=grouping is not None), column,
+                           grouping)
+
+
+def _events(*facts: pd.DataFrame, with_groups: bool) -> Events | None:
+    return events_of(list(facts), with_groups=with_groups)
 
 
 def encode_bucket(bucket: Bucket, plan: Any, grouping: Grouping | None, events: Events | None,

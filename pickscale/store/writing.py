@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+import zarr
 
 from .segments import PairParts, link_chunks, pair_chunk_rows
 
 __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "BLOCK_BYTES"]
 
-#: The most bytes of one variable fetched and written at a time.
-BLOCK_BYTES = 32 * 2**20
+#: The most bytes of one variable fetched and written at a time (and held in transit here).
+BLOCK_BYTES = 8 * 2**20
 
 
 def zarr_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -118,6 +119,7 @@ class Pending:
         """Write their data into ``store``, a range of whole chunks of at most :data:`BLOCK_BYTES` at a time;
         with ``target``, link an extension's unchanged stored chunks from it (their paths returned)."""
         linked: list[str] = []
+        group = zarr.open_group(store, mode="r+", zarr_format=3)
         for name in self.names:
             var = self.chunked[name].variable
             dim, rows = var.dims[0], var.data.chunks[0][0]
@@ -134,11 +136,17 @@ class Pending:
             else:
                 compute = _computer(var.data)
                 read = lambda a, b, data=var.data, compute=compute: compute(data[a:b])  # noqa: B023
+            # Plain numbers go straight into their Zarr array (no encoding: the bytes xarray writes), anything
+            # else through xarray's region write.
+            array = group[str(name)] if var.dtype.kind in "biuf" and not var.encoding else None
             for a in range(start, var.shape[0], step):
                 b = min(a + step, var.shape[0])
                 block = read(a, b)
-                xr.Dataset({name: (var.dims, block, var.attrs)}).to_zarr(
-                    store, region={str(dim): slice(a, b)}, zarr_format=3, consolidated=False)
+                if isinstance(array, zarr.Array):
+                    array[a:b] = block
+                else:
+                    xr.Dataset({name: (var.dims, block, var.attrs)}).to_zarr(
+                        store, region={str(dim): slice(a, b)}, zarr_format=3, consolidated=False)
                 del block
         return linked
 

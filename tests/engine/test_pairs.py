@@ -148,15 +148,16 @@ def test_the_pieces_come_back_without_their_pairs(trap_inputs, client, monkeypat
     seen = []
     real = collect.join
 
-    def spy(pieces, take):
+    def spy(pieces, take, **kw):
         seen.extend(s.pair_key.size + sum(v.size for v in s.pairs.values())
                     for p in pieces for s in p.stacks.values())
-        return real(pieces, take)
+        seen.extend(len(p.events) for p in pieces)  # (nor their events: they come merged, kw["events"])
+        return real(pieces, take, **kw)
 
     monkeypatch.setattr(collect, "join", spy)
     with client.as_current():
-        ds = pickscale.score(*map(str, trap_inputs), client=client)
-    assert seen and not any(seen)  # the client joined the pieces with no pair in them
+        ds = pickscale.score(*map(str, trap_inputs), client=client, event_min_arrivals=2)
+    assert seen and not any(seen)  # the client joined the pieces with no pair (nor event) in them
     assert ds.residual.size > 0
 
 
