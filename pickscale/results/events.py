@@ -64,8 +64,10 @@ def lay_out_events(counts: list[EventCounts | None], models: list[list[str]], al
 
     ``counts[d]``, ``models[d]``: dataset ``d``'s events (None: it has none) and models.
     """
-    names = sorted({e for c in counts if c is not None for e in c.names})
-    index = {e: i for i, e in enumerate(names)}
+    # Each dataset's ids are in code-point order already: their union by numpy, no dict of every id (the
+    # events grow with the bulletin).
+    have = [np.asarray(c.names, dtype=object) for c in counts if c is not None and c.names]
+    names = have[0] if len(have) == 1 else np.unique(np.concatenate(have)) if have else np.zeros(0, object)
     k = options.n_event_levels
     m_index = {m: i for i, m in enumerate(all_models)}
     n_ref = np.zeros((len(counts), len(names), 2), np.int64)
@@ -74,7 +76,7 @@ def lay_out_events(counts: list[EventCounts | None], models: list[list[str]], al
     for d, c in enumerate(counts):
         if c is None or not c.names:
             continue
-        rows = np.array([index[e] for e in c.names], dtype=np.int64)
+        rows = np.searchsorted(names, np.asarray(c.names, dtype=object)).astype(np.int64)
         mi = np.array([m_index[m] for m in models[d]], dtype=np.int64)
         n_ref[d, rows] = c.n_reference
         levels[d][np.ix_(rows, mi)] = c.levels
@@ -83,7 +85,7 @@ def lay_out_events(counts: list[EventCounts | None], models: list[list[str]], al
     data: dict[str, np.ndarray] = {"event_n_reference": n_ref, "event_levels": levels}
     if options.group_by is not None:
         data["event_group"] = group
-    coords = {"event": text(names), "event_rank": np.arange(k, dtype=np.int64)}
+    coords = {"event": text(list(names)), "event_rank": np.arange(k, dtype=np.int64)}
     return data, coords
 
 
@@ -100,7 +102,7 @@ def derive_events(ds: xr.Dataset, options: Options) -> dict[str, xr.DataArray]:
     tail = ("group",) if grouped else ()
     ones = np.ones(scored.shape + (1,), bool)
     n_events = metrics.count_detected(ones, scored, group, n_groups)[:, 0]
-    curve = metrics.count_detected(metrics.detected_curve(levels, k, options.grid.size), scored, group, n_groups)
+    curve = metrics.count_curve(levels, k, options.grid.size, scored, group, n_groups)
     shared = metrics.count_detected(metrics.detected_shared(levels, k, [int(i) for i in options.threshold_indices]),
                                     scored, group, n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
