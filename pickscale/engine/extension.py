@@ -283,30 +283,36 @@ def _appended(stored: xr.Dataset, new: xr.Dataset, new_pairs: PairColumns, datas
     """The pairs of an extension that appends them (:func:`pickscale.results.extend.appended_pairs`), with the
     merged streams' statistics: each stream's stored pairs (read a batch at a time, checked as read, each
     share sent to the cluster at once) timed with the new run's where they are (its stream tasks)."""
+    cut: dict[int, int] = {}  # each stored share's size, by the id of what stands for it
+
     def put(share: dict[str, Any]) -> Any:
-        return client.scatter([share], hash=False)[0]
+        held = client.scatter([share], hash=False)[0] if client is not None else share
+        cut[id(held)] = int(share["residual_ns"].size)
+        return held
 
     shares = stream_shares(stored, None, replaced={}, datasets=datasets, models=models, stations=stations,
-                           put=put if client is not None else None, check=None if check is None else check.add)
+                           put=put, check=None if check is None else check.add)
     if check is not None:
         check.finish()
     # The new run's streams, on the merged coordinates (each side's names are a sorted subset of them).
     nm_new = new.sizes["model"]
     d_at = [datasets.index(str(d)) for d in new["dataset"].values]
     m_at = [models.index(str(m)) for m in new["model"].values]
+    sizes = {code: sum(cut[id(held)] for held in stream) for code, stream in shares.items()}
     offset = 0
     for code, size in new_pairs.sizes.items():
         d, m, p = code // (2 * nm_new), (code // 2) % nm_new, code % 2
         merged_code = (d_at[d] * len(models) + m_at[m]) * 2 + p
         if code in new_pairs.tasks:
-            share: Any = new_pairs.tasks[code]
+            held: list[Any] = list(new_pairs.tasks[code])  # (its stream's tasks: one, or one per range)
         else:  # (no cluster: the run's pairs are here, in stream order)
-            share = {"residual_ns": residual_ns_of(new["residual"].values[offset:offset + size]),
-                     "conf": np.asarray(new["pair_conf"].values[offset:offset + size])}
-        shares.setdefault(merged_code, []).append(share)
+            held = [{"residual_ns": residual_ns_of(new["residual"].values[offset:offset + size]),
+                     "conf": np.asarray(new["pair_conf"].values[offset:offset + size])}]
+        shares.setdefault(merged_code, []).extend(held)
+        sizes[merged_code] = sizes.get(merged_code, 0) + size
         offset += size
     statistics = statistics_of(dict(sorted(shares.items())), client, options=options, n_datasets=len(datasets),
-                               n_models=len(models))
+                               n_models=len(models), sizes=sizes)
     data, parts = appended_pairs(stored, new, datasets=datasets, models=models, stations=stations,
                                  store=None if store is None or is_remote(store) else pathlib.Path(store))
     made.append(parts)

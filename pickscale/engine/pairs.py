@@ -39,6 +39,7 @@ import numpy as np
 from ..kernel import Partial, StationStack
 from ..metrics.timing import lay_out, pair_statistics
 from ..options import Options
+from . import ranged
 
 __all__ = ["Codes", "PairColumns", "codes_of", "pair_columns", "split_piece", "stream_of", "streams_of",
            "stream_statistics", "statistics_of", "is_current", "without_pairs"]
@@ -155,21 +156,27 @@ def pair_columns(tops: list[Any], codes: Codes, client: Any, *, options: Options
         del splits
         return streams_of(shares, None, options=options, n_datasets=n_datasets, n_models=codes.n_models)
     splits = [client.submit(split_piece, t, codes, pure=False, retries=3) for t in tops]
-    present = client.gather([client.submit(sorted, s, pure=False) for s in splits])
-    shares = {s: [client.submit(dict.get, split, s, pure=False) for split in splits]
-              for s in sorted({s for one in present for s in one})}
+    present = client.gather([client.submit(_stream_sizes, s, pure=False) for s in splits])
+    totals: dict[int, int] = {}
+    for one in present:
+        for s, n in one.items():
+            totals[s] = totals.get(s, 0) + n
+    shares = {s: [client.submit(dict.get, split, s, pure=False) for split in splits] for s in sorted(totals)}
     del splits  # the stream tasks hold their shares; each share is freed once its stream is done
-    return streams_of(shares, client, options=options, n_datasets=n_datasets, n_models=codes.n_models)
+    return streams_of(shares, client, options=options, n_datasets=n_datasets, n_models=codes.n_models,
+                      totals=totals)
 
 
 def streams_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n_datasets: int,
-               n_models: int) -> PairColumns:
+               n_models: int, totals: dict[int, int] | None = None) -> PairColumns:
     """The pairs and statistics of the streams whose shares are given (``shares[stream]``: each a
     :data:`_COLUMNS` dict, None, or a future of one; every share of a stream sorted or not).
 
     ``client``: None, or a client Dask computes with (see :func:`pair_columns`): then each stream is one
-    task on its cluster and the pairs stay there.  Also how :func:`pickscale.extend` merges a store's
-    pairs with the new run's (:mod:`pickscale.results.extend`).
+    task on its cluster and the pairs stay there -- a stream of more than :data:`~pickscale.engine.ranged.
+    RANGE_ROWS` pairs (``totals[stream]``) one task per range of stations, its statistics combined from the
+    ranges (:mod:`pickscale.engine.ranged`).  Also how :func:`pickscale.extend` merges a store's
+    pairs with the new run's when a model is replaced (:mod:`pickscale.results.extend`).
     """
     streams = sorted(shares)
     tasks: dict[int, Any] = {}
@@ -184,7 +191,7 @@ def streams_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n
     else:
         import dask.array as da
 
-        columns, sizes, stats, tasks = _on_cluster(shares, client, options)
+        columns, sizes, stats, tasks = _on_cluster(shares, client, options, totals or {})
         join = da.concatenate
     data = _variables(columns, streams, sizes, n_models, options, join)
     return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, n_models, options), sizes=sizes,
@@ -205,17 +212,24 @@ def stream_statistics(*shares: Any, options: Options, phase: int) -> Any:
 
 
 def statistics_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n_datasets: int,
-                  n_models: int) -> dict[str, dict[str, np.ndarray]]:
+                  n_models: int, sizes: dict[int, int] | None = None) -> dict[str, dict[str, np.ndarray]]:
     """The statistics of the streams whose pairs are in ``shares`` (``shares[stream]``: as
     :func:`stream_statistics` takes them, or futures of such), laid out on the results' coordinates: one
-    task per stream on ``client``'s cluster (None: here).  Without arrival groups (an extension's)."""
+    task per stream on ``client``'s cluster (None: here), or -- a stream of more than
+    :data:`~pickscale.engine.ranged.RANGE_ROWS` pairs (``sizes[stream]``) -- one task per share, combined
+    (:func:`pickscale.engine.ranged.statistics`).  Without arrival groups (an extension's)."""
     streams = sorted(shares)
+    large = [s for s in streams if client is not None and (sizes or {}).get(s, 0) > ranged.RANGE_ROWS]
+    small = [s for s in streams if s not in large]
     if client is None:
-        stats = {s: stream_statistics(*shares[s], options=options, phase=s % 2) for s in streams}
+        stats = {s: stream_statistics(*shares[s], options=options, phase=s % 2) for s in small}
     else:
         tasks = [client.submit(stream_statistics, *shares[s], options=options, phase=s % 2, pure=False, retries=3)
-                 for s in streams]
-        stats = dict(zip(streams, client.gather(tasks)))
+                 for s in small]
+        stats = dict(zip(small, client.gather(tasks)))
+        parts = {s: [client.submit(ranged.part_of, share, options=options, phase=s % 2, pure=False, retries=3)
+                     for share in shares[s]] for s in large}
+        stats.update(ranged.statistics(parts, client, options=options))
     shares.clear()
     return _laid_out(stats, n_datasets, n_models, options)
 
@@ -231,23 +245,39 @@ def is_current(client: Any) -> bool:
         return False
 
 
-def _on_cluster(shares: dict[int, list[Any]], client: Any,
-                options: Options) -> tuple[dict[str, list[Any]], dict[int, int], dict, dict[int, Any]]:
+def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options,
+                totals: dict[int, int]) -> tuple[dict[str, list[Any]], dict[int, int], dict, dict[int, list[Any]]]:
     streams = sorted(shares)
-    tasks = {s: client.submit(stream_of, *shares[s], options=options, phase=s % 2, pure=False, retries=3)
-             for s in streams}
-    shares.clear()  # the stream tasks hold their shares; each share is freed once its stream is done
-    stats = dict(zip(streams, client.gather([client.submit(operator.itemgetter(1), tasks[s], pure=False)
-                                             for s in streams])))
-    sizes = dict(zip(streams, client.gather([client.submit(_size, tasks[s], pure=False) for s in streams])))
-    columns: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
+    large = [s for s in streams if totals.get(s, 0) > ranged.RANGE_ROWS]
+    # Each stream's holders: the tasks holding its pairs in canonical order, one after the other.
+    holders: dict[int, list[Any]] = {}
+    for s in large:  # cut into ranges of stations by its pairs' counts per station
+        counts = client.gather([client.submit(_station_counts, share, pure=False) for share in shares[s]])
+        width = max((c.size for c in counts), default=0)
+        per_station = sum((np.pad(c, (0, width - c.size)) for c in counts), np.zeros(width, np.int64))
+        holders[s] = [client.submit(ranged.range_of, *shares[s], lo=lo, hi=hi, options=options, phase=s % 2,
+                                    pure=False, retries=3) for lo, hi in ranged.cut_points(per_station)]
     for s in streams:
-        for k, t in _COLUMNS.items():
-            for start in range(0, sizes[s], CHUNK_ROWS):
-                stop = min(start + CHUNK_ROWS, sizes[s])
-                rows = client.submit(_rows, tasks[s], k, start, stop, pure=False)
+        if s not in holders:
+            holders[s] = [client.submit(stream_of, *shares[s], options=options, phase=s % 2, pure=False, retries=3)]
+    shares.clear()  # the stream tasks hold their shares; each share is freed once its stream is done
+    small = [s for s in streams if s not in large]
+    stats = dict(zip(small, client.gather([client.submit(operator.itemgetter(1), holders[s][0], pure=False)
+                                           for s in small])))
+    stats.update(ranged.statistics({s: holders[s] for s in large}, client, options=options))
+    held = [(s, h) for s in streams for h in holders[s]]
+    counted = client.gather([client.submit(_size, h, pure=False) for _, h in held])
+    sizes = {s: 0 for s in streams}
+    for (s, _), n in zip(held, counted):
+        sizes[s] += n
+    columns: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
+    for k, t in _COLUMNS.items():
+        for (_, h), n in zip(held, counted):
+            for start in range(0, n, CHUNK_ROWS):
+                stop = min(start + CHUNK_ROWS, n)
+                rows = client.submit(_rows, h, k, start, stop, pure=False)
                 columns[k].append(_remote_array(rows, stop - start, t))
-    return columns, sizes, stats, tasks
+    return columns, sizes, stats, holders
 
 
 #: Rows of one stream's column per Dask chunk (what a slice of the Dataset's pairs fetches at least).
@@ -260,6 +290,14 @@ def _remote_array(future: Any, n: int, dtype: Any) -> Any:
     import dask.array as da
 
     return da.from_delayed(future, shape=(n,), dtype=dtype)
+
+
+def _stream_sizes(split: dict[int, dict[str, np.ndarray]]) -> dict[int, int]:
+    return {s: int(columns["station"].size) for s, columns in sorted(split.items())}
+
+
+def _station_counts(share: dict[str, np.ndarray] | None) -> np.ndarray:
+    return np.zeros(0, np.int64) if share is None else np.bincount(share["station"]).astype(np.int64)
 
 
 def _size(done: tuple[dict[str, np.ndarray], Any]) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .grid import GRID_NAMES, residual_grid
+from .level_sums import LevelSums, level_sums
 from .ranks import nested_order_statistics
 
 __all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "ALONG", "timing_stats", "timing_sweep",
@@ -39,9 +40,6 @@ GROUP_NAMES: tuple[str, ...] = TIMING_NAMES
 
 #: The quantiles of e each set needs (percent): the median (bias) and those of :data:`QUANTILE_NAMES`.
 _PERCENTS = (10, 25, 75, 90)
-#: Bits per limb of the exact sums: a limb's products are below 2**32, so their sums over up to 2**31 pairs
-#: stay within int64.
-_LIMB_BITS = 16
 
 
 def _quantile_x100(x_ns: NDArray[np.int64], percent: int) -> int:
@@ -86,116 +84,89 @@ def _ranks(n: int) -> list[int]:
     return sorted(out)
 
 
-def _exact_sums(a: NDArray[np.int64], order: NDArray[np.intp], edges: NDArray[np.intp],
-                n_limbs: int) -> list[NDArray[np.int64]]:
-    """Σa and Σa² of each level exactly, as int64 sums of limb products: ``[Σ limb_i]`` then ``[Σ limb_i·limb_j]``.
-
-    ``a >= 0``, below ``2**(16·n_limbs)``; ``order`` sorts the pairs by level and ``edges`` cuts that order
-    into levels.  :func:`_as_ints` adds the limbs up.
-    """
-    limbs = [(a >> (_LIMB_BITS * i)) & ((1 << _LIMB_BITS) - 1) for i in range(n_limbs)]
-    terms = [*limbs, *(limbs[i] * limbs[k] for i in range(n_limbs) for k in range(i, n_limbs))]
+def order_queries(sums: LevelSums) -> list[tuple[str, int, int]]:
+    """The order statistics the statistics of every threshold need: ``(kind, j, rank)``, ``kind`` ``"e"``
+    (of e: the quantiles and bias) or ``"a"`` (of |e|: medae), ``j`` a threshold whose set of pairs differs
+    from the one before (the others read the same statistics), ``rank`` 0-based among the pairs of level > j."""
+    n_at = sums.at_threshold("count")
     out = []
-    for t in terms:
-        running = np.zeros(t.size + 1, dtype=np.int64)
-        np.cumsum(t[order], out=running[1:])
-        out.append(running[edges[1:]] - running[edges[:-1]])
+    for j in _sets(n_at):
+        n = n_at[j]
+        out += [("e", j, r) for r in _ranks(n)]
+        out += [("a", j, r) for r in sorted({(n - 1) // 2, n // 2})]
     return out
 
 
-def _as_ints(sums: list[NDArray[np.int64]], n_limbs: int) -> tuple[list[int], list[int]]:
-    """:func:`_exact_sums`' limb sums as Python integers per level: (Σa, Σa²)."""
-    linear, products = sums[:n_limbs], sums[n_limbs:]
-    pairs = [(i, k) for i in range(n_limbs) for k in range(i, n_limbs)]
-    total = [sum(int(s[lv]) << (_LIMB_BITS * i) for i, s in enumerate(linear)) for lv in range(linear[0].size)]
-    square = [sum((int(s[lv]) << (_LIMB_BITS * (i + k))) * (1 if i == k else 2) for (i, k), s in zip(pairs, products))
-              for lv in range(linear[0].size)]
-    return total, square
+def _sets(n_at: list[int]) -> list[int]:
+    """The thresholds whose set of pairs is not empty and not the one of the threshold before."""
+    return [j for j in range(len(n_at)) if n_at[j] and (j == 0 or n_at[j] != n_at[j - 1])]
 
 
-def _suffix(values: list[int]) -> list[int]:
-    """``out[j]`` = Σ values[l] for l > j (the pairs at threshold ``j`` are those of level > j)."""
-    out, running = [0] * (len(values) - 1), 0
-    for lv in range(len(values) - 1, 0, -1):
-        running += values[lv]
-        out[lv - 1] = running
-    return out
+def finish(sums: LevelSums, values: dict[tuple[str, int, int], int]) -> dict[str, NDArray[Any]]:
+    """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) at every threshold from the pairs' :class:`LevelSums` and
+    the order statistics :func:`order_queries` asks for (``values[(kind, j, rank)]``, integer ns).
 
-
-def _sweep(e_ns: NDArray[np.int64], level: NDArray[np.int64], n_levels: int, tol: float) -> dict[str, NDArray[Any]]:
-    """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) of the pairs of level > j, for every j < ``n_levels``.
-
-    The means are exact: Σe, Σ|e| and Σe² in integer ns (limbs, never rounded), each statistic the exact
-    quotient rounded once (rmse and residual_std: the square root of the exactly rounded mean square and
-    variance).  Medians and quantiles are exact order statistics (:func:`nested_order_statistics`).
+    The means are exact: the quotient of exact integers rounded once (rmse and residual_std: the square root of
+    the exactly rounded mean square and variance).
     """
-    T = n_levels
+    n_at = sums.at_threshold("count")
+    T = len(n_at)
     out: dict[str, NDArray[Any]] = {name: np.full((T, *_along(name)), np.nan) for name in TIMING_NAMES + QUANTILE_NAMES}
-    counts = np.bincount(level, minlength=T + 1)
-    n_at = np.cumsum(counts[:0:-1])[::-1]  # n_at[j]: pairs of level > j
-    out["n_pairs"] = n_at.astype(np.int64)
-    if not e_ns.size:
-        return out
-    a = np.abs(e_ns)
-    a_s = a / 1e9  # SPEC §5 compares |e| in seconds with the bounds
-    # Counts and fractions: exact integers per level, divided once.
-    gross = np.cumsum(np.bincount(level[a_s > tol], minlength=T + 1)[:0:-1])[::-1]
-    within = np.stack([np.cumsum(np.bincount(level[a_s <= w], minlength=T + 1)[:0:-1])[::-1] for w in WITHIN], axis=1)
-    # Sets: the distinct ones only (a threshold that drops no pair has its predecessor's set).
-    sets = [jj for jj in range(T) if n_at[jj] and (jj == 0 or n_at[jj] != n_at[jj - 1])]
+    out["n_pairs"] = np.array(n_at, dtype=np.int64)
+    sets = _sets(n_at)
     if not sets:
         return out
-    n_limbs = max(1, -(-int(a.max()).bit_length() // _LIMB_BITS))
-    # (levels fit 16 bits on any grid: a radix sort)
-    by_level = np.argsort(level.astype(np.uint16 if T < 2**16 else np.int64), kind="stable")
-    edges = np.searchsorted(level[by_level], np.arange(T + 2))
-    abs_sum, sq_sum = (_suffix(v) for v in _as_ints(_exact_sums(a, by_level, edges, n_limbs), n_limbs))
-    neg_sum = _suffix(_as_ints(_exact_sums(np.where(e_ns < 0, a, 0), by_level, edges, n_limbs), n_limbs)[0])
-    # Order statistics of e and of |e| at each set, from one sort of each (the order among equal values
-    # does not matter: only values are read).
-    by_e = np.argsort(e_ns, kind="quicksort")
-    by_a = np.argsort(a, kind="quicksort")
-    e_sorted, a_sorted = e_ns[by_e], a[by_a]
-    queries = [(jj, r) for jj in sets for r in _ranks(int(n_at[jj]))]
-    qj = np.array([q[0] for q in queries], dtype=np.int64)
-    qr = np.array([q[1] for q in queries], dtype=np.int64)
-    at_e = e_sorted[nested_order_statistics(level[by_e], T, qj, qr)]
-    median_q = np.array([q[0] for q in queries if q[1] in ((int(n_at[q[0]]) - 1) // 2, int(n_at[q[0]]) // 2)])
-    median_r = np.array([q[1] for q in queries if q[1] in ((int(n_at[q[0]]) - 1) // 2, int(n_at[q[0]]) // 2)])
-    at_a = a_sorted[nested_order_statistics(level[by_a], T, median_q, median_r)]
-    value_e = {q: int(v) for q, v in zip(queries, at_e)}
-    value_a = {(int(jj), int(r)): int(v) for jj, r, v in zip(median_q, median_r, at_a)}
-    rows = {}
-    for jj in sets:
-        n = int(n_at[jj])
-        s_abs, s_neg, s_sq = abs_sum[jj], neg_sum[jj], sq_sum[jj]
-        s_e = s_abs - 2 * s_neg
-        half = n // 2
-        rows[jj] = {
+    abs_sum, signed, square = sums.at_threshold("abs"), sums.at_threshold("signed"), sums.at_threshold("square")
+    gross = np.cumsum(sums.gross[:0:-1])[::-1]
+    within = np.cumsum(sums.within[:0:-1], axis=0)[::-1]
+    rows: dict[int, dict[str, float]] = {}
+    for j in sets:
+        n, s_abs, s_e, s_sq = n_at[j], abs_sum[j], signed[j], square[j]
+        lo, hi = (n - 1) // 2, n // 2
+        rows[j] = {
             "mae": s_abs / (n * 10**9),
             "rmse": math.sqrt(s_sq / (n * 10**18)),
             "residual_mean": s_e / (n * 10**9),
             "residual_std": math.sqrt((n * s_sq - s_e * s_e) / (n * (n - 1) * 10**18)) if n >= 2 else np.nan,
             # SPEC §5: the median of an even count is the mean of the two middle values (in seconds).
-            "bias": _median(value_e[(jj, (n - 1) // 2)], value_e[(jj, half)], n),
-            "medae": _median(value_a[(jj, (n - 1) // 2)], value_a[(jj, half)], n),
+            "bias": _median(values[("e", j, lo)], values[("e", j, hi)], n),
+            "medae": _median(values[("a", j, lo)], values[("a", j, hi)], n),
         }
         x100 = {}
         for percent in _PERCENTS:
-            lo, r = divmod((n - 1) * percent, 100)
-            base = 100 * value_e[(jj, lo)]
-            x100[percent] = base if r == 0 else base + r * (value_e[(jj, lo + 1)] - value_e[(jj, lo)])
-        rows[jj].update(p10=x100[10] / 10**11, p90=x100[90] / 10**11, iqr=(x100[75] - x100[25]) / 10**11)
+            q_lo, r = divmod((n - 1) * percent, 100)
+            base = 100 * values[("e", j, q_lo)]
+            x100[percent] = base if r == 0 else base + r * (values[("e", j, q_lo + 1)] - values[("e", j, q_lo)])
+        rows[j].update(p10=x100[10] / 10**11, p90=x100[90] / 10**11, iqr=(x100[75] - x100[25]) / 10**11)
     current: dict[str, float] = {}
-    for jj in range(T):
-        if not n_at[jj]:
+    for j in range(T):
+        if not n_at[j]:
             continue
-        current = rows.get(jj, current)  # (the set of the last threshold that dropped a pair)
+        current = rows.get(j, current)  # (the set of the last threshold that dropped a pair)
         for name, value in current.items():
-            out[name][jj] = value
-        out["gross_error_rate"][jj] = gross[jj] / n_at[jj]
-        out["fraction_within"][jj] = within[jj] / n_at[jj]
+            out[name][j] = value
+        out["gross_error_rate"][j] = gross[j] / n_at[j]
+        out["fraction_within"][j] = within[j] / n_at[j]
     return out
+
+
+def _sweep(e_ns: NDArray[np.int64], level: NDArray[np.int64], n_levels: int, tol: float) -> dict[str, NDArray[Any]]:
+    """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) of the pairs of level > j, for every j < ``n_levels``:
+    :func:`finish` of their :class:`LevelSums` and of the order statistics read from one sort of e and one of
+    |e| (:func:`nested_order_statistics`)."""
+    sums = level_sums(e_ns, level, n_levels, tol=tol, within=WITHIN)
+    queries = order_queries(sums)
+    values: dict[tuple[str, int, int], int] = {}
+    for kind, x in (("e", e_ns), ("a", np.abs(e_ns))):
+        mine = [q for q in queries if q[0] == kind]
+        if not mine:
+            continue
+        # (the order among equal values does not matter: only values are read)
+        order = np.argsort(x, kind="quicksort")
+        at = nested_order_statistics(level[order], n_levels, np.array([q[1] for q in mine], dtype=np.int64),
+                                     np.array([q[2] for q in mine], dtype=np.int64))
+        values.update(zip(mine, (int(v) for v in x[order][at])))
+    return finish(sums, values)
 
 
 def _median(lo_ns: int, hi_ns: int, n: int) -> float:
