@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Sequence
 
 from ..errors import InputError, OptionsError, PickscaleError, PickscaleWarning  # noqa: F401 (OptionsError: the doctest)
+from .allocator import limit_arenas
 from .parser import build_parser
 from .runtime import sigterm_as_interrupt
 from .state import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, Run, Terminated
@@ -77,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
         return int(exc.code or 0)
+    limit_arenas()  # (before the command starts its threads: the client's memory, issue 22)
     warnings.filterwarnings("ignore", category=FutureWarning)
     # The command prints the run's warnings itself, from the Dataset's attributes.
     warnings.filterwarnings("ignore", category=PickscaleWarning)

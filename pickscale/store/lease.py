@@ -245,6 +245,8 @@ class _Renewer:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="pickscale-lease", daemon=True)
                 self._thread.start()
+            else:  # (asleep for the interval of the leases it had: it takes the new one's from now on)
+                self._wake.set()
 
     def remove(self, path: pathlib.Path) -> None:
         self._forked()
@@ -260,6 +262,7 @@ class _Renewer:
     def _run(self) -> None:
         while True:
             self._wake.wait(renew_seconds())
+            self._wake.clear()
             with self._guard:
                 if not self._files:
                     self._thread = None
