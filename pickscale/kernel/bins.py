@@ -286,12 +286,13 @@ def stretched_span(scope, pick_summary: pd.DataFrame, edges: np.ndarray, freq: s
     n = edges.size - 1
     if n < STRETCH_MIN_BINS:
         return None
-    times = scope.arrivals.map(_occupied, edges)  # the bins of every scored arrival, per bucket
+    bins = scope.arrivals.map(_occupied, edges)  # the bins of every scored arrival, per bucket
+    times = [np.zeros(0, np.int64)]
     for d in scope.datasets:
         rows = pick_summary[(pick_summary["dataset"] == d) & pick_summary["station"].isin(scope.stations[d])
                             & pick_summary["model"].isin(scope.models[d])]
         times += [np.asarray(rows["t_min"], dtype=np.int64), np.asarray(rows["t_max"], dtype=np.int64)]
-    occupied = np.unique(bin_index(np.concatenate(times), edges))
+    occupied = np.unique(np.concatenate([*bins, bin_index(np.concatenate(times), edges)]))
     if occupied.size < 2:
         return None
     gaps = np.diff(occupied) - 1
