@@ -129,17 +129,21 @@ def main() -> None:
             alone = work / f"alone-{i}"
             times["score new part alone"].append(_run(["score", *inputs("second"), "--out", str(alone)], work, code))
             for label, got in times.items():
-                print(json.dumps({"step": label, "wall_s": got[-1]["wall_s"],
-                                  "client_mb": got[-1]["peak_main_bytes"] / MB}), flush=True)
+                print(json.dumps({"step": label, "wall_s": got[-1]["wall_s"], "cpu_s": got[-1]["cpu_s"],
+                                  "client_mb": got[-1]["peak_main_bytes"] / MB,
+                                  "other_jobs_cpu": got[-1]["foreign_cpu"]}), flush=True)
         med = {label: statistics.median(g["wall_s"] for g in got) for label, got in times.items()}
+        cpu = {label: statistics.median(g["cpu_s"] for g in got) for label, got in times.items()}
         ratio = med["extend"] / med["score new part alone"]
+        cpu_ratio = cpu["extend"] / cpu["score new part alone"]
         for label, got in times.items():
-            rows.append({"step": label, "wall_s": med[label],
+            rows.append({"step": label, "wall_s": med[label], "cpu_s": cpu[label],
                          "client_mb": max(g["peak_main_bytes"] for g in got) / MB,
-                         "worker_mb": max(g["peak_worker_bytes"] for g in got) / MB})
+                         "worker_mb": max(g["peak_worker_bytes"] for g in got) / MB,
+                         "foreign": max(g["foreign_cpu"] for g in got)})
         summary = {"stored_arrivals": sizes["first"]["reference"], "new_arrivals": sizes["second"]["reference"],
-                   "new_picks": sizes["second"]["picks"], "ratio": ratio, "tables_equal_one_run": same,
-                   "n_reference_total": manifest["n_reference"]}
+                   "new_picks": sizes["second"]["picks"], "ratio": ratio, "cpu_ratio": cpu_ratio,
+                   "tables_equal_one_run": same, "n_reference_total": manifest["n_reference"]}
         print(json.dumps(summary), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -147,10 +151,12 @@ def main() -> None:
         lines = [f"{a.store_months}-month store ({summary['stored_arrivals']:,} arrivals, {a.stations:,} stations, "
                  f"3 models) extended by {a.months - a.store_months} months ({summary['new_arrivals']:,} arrivals, "
                  f"{summary['new_picks']:,} picks); median of {a.repeat}, side by side:", "",
-                 "| step | wall (s) | client peak (MB) | peak per worker (MB) |", "|---|---|---|---|"]
-        lines += [f"| {r['step']} | {r['wall_s']:.1f} | {r['client_mb']:,.0f} | {r['worker_mb']:,.0f} |" for r in rows]
-        lines += ["", f"Ratio extend / score the new part alone: **{ratio:.2f}×** (target ≤ 1.2×). Extended "
-                  f"tables equal one run over the whole catalogue: {'yes' if same else 'NO'}."]
+                 "| step | wall (s) | CPU (s, every process) | client peak (MB) | peak per worker (MB) | "
+                 "other jobs' CPU (max) |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['step']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['client_mb']:,.0f} | "
+                  f"{r['worker_mb']:,.0f} | {r['foreign']:.0%} |" for r in rows]
+        lines += ["", f"Ratio extend / score the new part alone: **{ratio:.2f}×** wall, {cpu_ratio:.2f}× CPU (target "
+                  f"≤ 1.2×). Extended tables equal one run over the whole catalogue: {'yes' if same else 'NO'}."]
         write_block(MARK, "\n".join(lines), heading="Extending a store against scoring the new part alone (issue 22)")
 
 
