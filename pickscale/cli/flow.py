@@ -110,7 +110,7 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
     :func:`pickscale.cli.commands.run_into_out` chooses).
     """
     # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
-    from ..store import read_lazily, reserved, save
+    from ..store import read_lazily, removed_later, reserved, save
 
     if extend:
         check_extendable(out_dir / "results.zarr")
@@ -121,7 +121,8 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
     finished = False
     closing = Closing()
     try:
-        with reserved(out_dir / "results.zarr") as target, closing.held:
+        # (a store replaced by --overwrite or extend is removed while the tables and figures are written)
+        with reserved(out_dir / "results.zarr") as target, closing.held, removed_later():
             Run.target = target
             _cleanup_stale(target)
             cleanup_output_temporaries(out_dir)

@@ -30,8 +30,8 @@ import numpy as np
 from . import exact
 from .events import EVENT_ROWS, merge_events
 
-__all__ = ["Kind", "FIELDS", "PER_STATION", "PAIR_KEY", "BINNED_ROWS", "DENSE_BINNED", "LAID_OUT", "of_kind",
-           "merge", "merge_binned", "finalize", "pair_order", "add_fine"]
+__all__ = ["Kind", "FIELDS", "PER_STATION", "PAIR_KEY", "BINNED_ROWS", "DENSE_BINNED", "LAID_OUT", "CANONICAL",
+           "of_kind", "merge", "merge_binned", "finalize", "pair_order", "add_fine"]
 
 
 class Kind(Enum):
@@ -94,7 +94,8 @@ FIELDS: dict[str, Kind] = {
 #: The canonical order of residual pairs: sorted by these fields, first to last.
 PAIR_KEY = ("pair_model", "pair_phase", "pair_residual_ns", "pair_conf", "pair_group")
 
-_CANONICAL = {Kind.LIMBS: exact.canonical_limbs, Kind.SQUARES: exact.canonical_squares}
+#: How the exact sums of each kind are put back in canonical form once summed.
+CANONICAL = {Kind.LIMBS: exact.canonical_limbs, Kind.SQUARES: exact.canonical_squares}
 
 
 def of_kind(*kinds: Kind) -> tuple[str, ...]:
@@ -145,9 +146,9 @@ def merge(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
             continue  # below, all rows at once
         elif kind is not Kind.DERIVED:
             out[name] = sum(values[1:], start=values[0])
-        if kind in _CANONICAL:
+        if kind in CANONICAL:
             # Sums of canonical forms are not canonical: make them so, as one block would have them.
-            out[name] = _CANONICAL[kind](out[name])
+            out[name] = CANONICAL[kind](out[name])
     order = pair_order(out)
     out.update({name: out[name][order] for name in PAIR_KEY})
     out.update(finalize(out))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .combine import BINNED_ROWS, PER_STATION, Kind, add_fine, of_kind
+from .combine import BINNED_ROWS, CANONICAL, FIELDS, PAIR_KEY, PER_STATION, Kind, add_fine, finalize, of_kind
 from .events import EVENT_ROWS, empty_rows, merge_events
 from .station import StationResult, merge_results
 
@@ -141,16 +141,42 @@ class StationStack:
         return out if not repeated.size else out._merge_repeated(np.unique(keys[repeated]))
 
     def _merge_repeated(self, repeated: np.ndarray) -> StationStack:
-        # Only stations cut into time blocks repeat: few, so one merge_results each.
+        """The stations of ``repeated`` (in several rows: time blocks, or both sides of an extension) merged,
+        all at once, by :data:`~pickscale.kernel.combine.FIELDS` -- what :func:`merge_results` gives each of them
+        (``tests/kernel/test_stacks.py``)."""
         rows = np.isin(self.keys, repeated)
-        merged = []
-        for k in repeated:
-            # The station's pairs are all looked up with its first row, and only there.
-            first, *others = np.flatnonzero(self.keys == k).tolist()
-            merged.append((int(k), merge_results([self.result(first)]
-                                                 + [self.result(i, with_pairs=False) for i in others])))
+        at = np.flatnonzero(rows)
+        keys = self.keys[at]  # (ascending: self.keys is sorted)
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        fields: dict[str, np.ndarray] = {}
+        for name in PER_STATION:
+            kind = FIELDS[name]
+            if kind is Kind.DERIVED:
+                continue
+            summed = np.add.reduceat(self.fields[name][at], starts, axis=0)
+            fields[name] = CANONICAL[kind](summed) if kind in CANONICAL else summed
+        fields.update(finalize(fields))
+        # Pairs: each station's all in canonical order; binned rows: one per (station, bin), summed.
+        p_at = np.isin(self.pair_key, repeated)
+        pair_key = self.pair_key[p_at]
+        pairs = {name: v[p_at] for name, v in self.pairs.items()}
+        p_order = np.lexsort(tuple(pairs[name] for name in reversed(PAIR_KEY)) + (pair_key,))
+        b_at = np.isin(self.bin_key, repeated)
+        bin_key = self.bin_key[b_at]
+        binned = {name: v[b_at] for name, v in self.binned.items()}
+        b_order = np.lexsort((binned["binned_bin"], bin_key)) if bin_key.size else np.zeros(0, np.int64)
+        bin_key, binned = bin_key[b_order], {name: v[b_order] for name, v in binned.items()}
+        if bin_key.size:
+            first = np.flatnonzero(np.r_[True, (bin_key[1:] != bin_key[:-1])
+                                         | (binned["binned_bin"][1:] != binned["binned_bin"][:-1])])
+            binned = {name: v[first] if name == "binned_bin" else np.add.reduceat(v, first, axis=0)
+                      for name, v in binned.items()}
+            bin_key = bin_key[first]
+        merged = StationStack(keys=keys[starts], fields={name: fields[name] for name in PER_STATION},
+                              pair_key=pair_key[p_order], pairs={name: v[p_order] for name, v in pairs.items()},
+                              bin_key=bin_key, binned=binned, n_time_bins=self.n_time_bins)
         rest = self.take(np.flatnonzero(~rows))
-        return StationStack.concat([rest, StationStack.of(merged)])
+        return StationStack.concat([rest, merged])
 
     def take(self, rows: np.ndarray) -> StationStack:
         """The stack of rows ``rows`` (ascending): their fields and every pair of their stations."""

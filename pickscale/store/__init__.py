@@ -60,7 +60,7 @@ from .cleanup import cleanup_stale
 from .codec import sanitise
 from .locks import reserved
 from .manifest import MANIFEST
-from .publish import save
+from .publish import removed_later, save
 from .read import open_results, read_lazily
 from .schema import SCHEMA_VERSION, is_pickscale_store, read_root_attrs
 
@@ -70,6 +70,7 @@ __all__ = [
     "save",
     "open_results",
     "read_lazily",
+    "removed_later",
     "cleanup_stale",
     "reserved",
     "sanitise",

@@ -15,11 +15,15 @@ run that died leaves behind is cleared by
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import pathlib
 import shutil
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import xarray as xr
@@ -38,7 +42,7 @@ from .schema import COMPLETE, SCHEMA, SCHEMA_VERSION
 from .segments import PAIR_PARTS, PairParts
 from .writing import Pending, start_dataset, write_dataset
 
-__all__ = ["save", "IN_MEMORY_BYTES"]
+__all__ = ["save", "removed_later", "IN_MEMORY_BYTES"]
 
 #: A Dataset of at most this many bytes is built as a store in memory, then written as files.
 IN_MEMORY_BYTES = 32 * 2**20
@@ -274,9 +278,47 @@ def _move_into_place(tmp: pathlib.Path, target: pathlib.Path) -> None:
             raise StoreError(f"could not move the new results into {target}: {describe(exc)}; {kept}") from exc
         # The new store is in place; a failure to delete the old one only leaves
         # a hidden sibling that cleanup_stale removes once this run is gone.
+        later = _DEFERRED.get()
+        if later is not None:
+            later.append(_removal(old))  # (its lease dropped once it is gone)
+            return
         shutil.rmtree(old, ignore_errors=True)
-    finally:
+    except BaseException:
         temporaries.drop(old)
+        raise
+    temporaries.drop(old)
+
+
+#: Within :func:`removed_later`: the threads removing the stores this thread's saves replaced.
+_DEFERRED: contextvars.ContextVar[list[threading.Thread] | None] = contextvars.ContextVar("deferred", default=None)
+
+
+def _removal(old: pathlib.Path) -> threading.Thread:
+    def remove() -> None:
+        try:
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            temporaries.drop(old)
+
+    thread = threading.Thread(target=remove, name="pickscale-remove-replaced", daemon=True)
+    thread.start()
+    return thread
+
+
+@contextlib.contextmanager
+def removed_later() -> Iterator[None]:
+    """Within it, a save that replaces a local store removes the replaced one in the background (its many files
+    take a while to delete on some file systems); each is gone when the context ends.  The store is in place,
+    and complete, as soon as :func:`save` returns; the replaced one is only garbage (what a run that died
+    leaves of it, :func:`~pickscale.store.cleanup_stale` removes)."""
+    threads: list[threading.Thread] = []
+    token = _DEFERRED.set(threads)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+        for thread in threads:
+            thread.join()
 
 
 def _rename_or_fail(

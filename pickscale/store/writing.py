@@ -27,6 +27,8 @@ __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_o
 
 #: The most bytes of one variable fetched and written at a time (and held in transit here).
 BLOCK_BYTES = 8 * 2**20
+#: An extension's new pairs of at most this many bytes (every variable) are fetched in one round trip.
+_FETCH_TOGETHER_BYTES = 32 * 2**20
 
 
 def zarr_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -120,6 +122,13 @@ class Pending:
         with ``target``, link an extension's unchanged stored chunks from it (their paths returned)."""
         linked: list[str] = []
         group = zarr.open_group(store, mode="r+", zarr_format=3)
+        fetched: dict[Any, np.ndarray] = {}
+        if self.parts is not None:
+            # An extension's new rows, when small enough to hold together (a month of pairs next to years):
+            # fetched in one round trip, not one per variable.
+            new = [n for n in self.from_parts if _is_dask(self.parts.new[n])]
+            if sum(self.parts.new[n].nbytes for n in new) <= _FETCH_TOGETHER_BYTES:
+                fetched = dict(zip(new, _compute_all([self.parts.new[n] for n in new])))
         for name in self.names:
             var = self.chunked[name].variable
             dim, rows = var.dims[0], var.data.chunks[0][0]
@@ -128,7 +137,7 @@ class Pending:
             start = 0
             if name in self.from_parts:
                 assert self.parts is not None
-                read = _from_parts(self.parts, str(name))
+                read = _from_parts(self.parts, str(name), fetched.get(name))
                 whole = self.parts.linkable(str(name), target, rows) if target is not None else 0
                 if whole:
                     linked += link_chunks(target, pathlib.Path(store), str(name), whole)  # type: ignore[arg-type]
@@ -151,9 +160,10 @@ class Pending:
         return linked
 
 
-def _from_parts(parts: PairParts, name: str) -> Any:
-    """Rows ``a:b`` of an extended pair variable: its stored rows read here, its new rows fetched."""
-    new = parts.new[name]
+def _from_parts(parts: PairParts, name: str, fetched: np.ndarray | None = None) -> Any:
+    """Rows ``a:b`` of an extended pair variable: its stored rows read here, its new rows fetched (or taken
+    from ``fetched``, every new row already here)."""
+    new = parts.new[name] if fetched is None else fetched
     compute = _computer(new) if _is_dask(new) else np.asarray
     if parts.rows == 0 and not _is_dask(new):
         return lambda a, b: np.asarray(new[a:b])
