@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextvars
 import os
 import sys
 import time
@@ -203,10 +205,17 @@ def extend_command(args: argparse.Namespace) -> int:
 
         # Every pair is merged: read a batch at a time and checked as it is read (extended's store=); the
         # stored timing readings, which the merged pairs give again, are not compared with them (SPEC §15).
-        stored = open_results(target)
-        in_process = workers is None and small_local_input(args.reference, args.picks)
-        client = closing.hold(command_client(workers, args.scheduler, closing, in_process=in_process,
-                                             scheduler_file=where["scheduler_file"]))
+        # The store is opened and checked while the cluster starts (its workers' start is mostly their own
+        # processes' imports): a thread, whose error is raised here as if opened first.
+        opening = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-open")
+        opened = opening.submit(contextvars.copy_context().run, open_results, target)  # (its settings too)
+        opening.shutdown(wait=False)
+        try:
+            in_process = workers is None and small_local_input(args.reference, args.picks)
+            client = closing.hold(command_client(workers, args.scheduler, closing, in_process=in_process,
+                                                 scheduler_file=where["scheduler_file"]))
+        finally:
+            stored = opened.result()
         return extended(stored, args.reference, args.picks, replace=bool(args.replace), ci=level,
                         store=target, client=client, block_picks=block_picks, **reading,
                         **{k: given.get(k) for k in OPTION_NAMES})

@@ -132,7 +132,11 @@ def coalesce_runs(key: np.ndarray, first: np.ndarray, last: np.ndarray
     key, first, last = (np.asarray(a, dtype=np.int64) for a in (key, first, last))
     if not key.size:
         return key, first, last
-    order = np.lexsort((first, key))
+    same = key[1:] == key[:-1]
+    if ((key[1:] > key[:-1]) | (same & (first[1:] > last[:-1] + 1))).all() and (last >= first).all():
+        # Already maximal runs in order (a stored side's runs, a merge's own output): one pass, no sort.
+        return key, first, last
+    order = _key_order(key, first)
     key, first, last = key[order], first[order], last[order]
     new_key = np.r_[True, key[1:] != key[:-1]]
     # The furthest last day reached so far within each key: one running maximum over the whole array, each
@@ -147,6 +151,16 @@ def coalesce_runs(key: np.ndarray, first: np.ndarray, last: np.ndarray
     starts = np.flatnonzero(new_key | np.r_[True, first[1:] > reach[:-1] + 1])
     ends = np.r_[starts[1:], key.size] - 1
     return key[starts], first[starts], reach[ends]
+
+
+def _key_order(key: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The order that sorts by (key, first): ``np.lexsort((first, key))``, as one stable sort of a combined
+    integer when both fit in one (Timsort then finds the sorted stretches a merge of sorted sides has)."""
+    k0, f0 = int(key.min()), int(first.min())
+    k_span, f_span = int(key.max()) - k0 + 1, int(first.max()) - f0 + 1
+    if k_span * f_span >= 2**62:
+        return np.lexsort((first, key))
+    return np.argsort((key - k0) * f_span + (first - f0), kind="stable")
 
 
 def expand_runs(key: np.ndarray, first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -303,14 +303,17 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mappi
                 stream, columns = stream[keep], {k: v[keep] for k, v in columns.items()}
             if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
                 raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
-            order = np.argsort(stream, kind="stable")  # already stream-ordered (canonical): a check and a copy
-            stream = stream[order]
-            cuts = np.flatnonzero(np.diff(stream)) + 1
+            step = np.diff(stream)
+            if (step < 0).any():  # (a canonical side is stream-ordered already: its shares are slices)
+                order = np.argsort(stream, kind="stable")
+                stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
+                step = np.diff(stream)
+            cuts = np.flatnonzero(step) + 1
             for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]):
                 if b > a:
-                    share = {k: v[order[a:b]] for k, v in columns.items()}
+                    share = {k: v[a:b] for k, v in columns.items()}
                     out.setdefault(int(stream[a]), []).append(share if put is None else put(share))
-            del columns, order, stream
+            del columns, stream, step
     return dict(sorted(out.items()))
 
 

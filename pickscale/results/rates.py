@@ -75,12 +75,14 @@ def canonical_runs(d: np.ndarray, m: np.ndarray, s: np.ndarray, first: np.ndarra
     (['1970-01-06', '1970-01-04', '1970-01-10'], ['1970-01-07', '1970-01-05', '1970-01-10'])
     """
     d, m, s = (np.asarray(a, dtype=np.int64) for a in (d, m, s))
-    order = np.lexsort((s, m, d))
-    d, m, s = d[order], m[order], s[order]
+    first, last = np.asarray(first, np.int64), np.asarray(last, np.int64)
+    up = (d[1:] - d[:-1], m[1:] - m[:-1], s[1:] - s[:-1])
+    if not ((up[0] > 0) | ((up[0] == 0) & ((up[1] > 0) | ((up[1] == 0) & (up[2] >= 0))))).all():
+        order = np.lexsort((s, m, d))  # (runs read back from a store are in this order already: no sort)
+        d, m, s, first, last = d[order], m[order], s[order], first[order], last[order]
     new = np.r_[True, (d[1:] != d[:-1]) | (m[1:] != m[:-1]) | (s[1:] != s[:-1])] if d.size else np.zeros(0, bool)
     rank = np.cumsum(new) - 1  # the (dataset, model, station) in canonical order
-    key, run_first, run_last = coalesce_runs(rank, np.asarray(first, np.int64)[order],
-                                             np.asarray(last, np.int64)[order])
+    key, run_first, run_last = coalesce_runs(rank, first, last)
     at = np.flatnonzero(new)[key]
     return {"rate_run_dataset": d[at].astype(np.int32), "rate_run_model": m[at].astype(np.int32),
             "rate_run_station": s[at].astype(np.int32), "rate_run_first": _midnights(run_first),

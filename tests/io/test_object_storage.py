@@ -261,7 +261,9 @@ def _list_only_keys(server: S3Server, bucket: str) -> tuple[str, str]:
     iam.create_user(UserName=name)
     iam.put_user_policy(UserName=name, PolicyName="list", PolicyDocument=json.dumps({
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{bucket}"]}]}))
+        # AWS checks s3:ListBucket for a listing; moto >= 5.2.6 checks the operation's own name instead
+        "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucket", "s3:ListObjects", "s3:ListObjectsV2"],
+                       "Resource": [f"arn:aws:s3:::{bucket}"]}]}))
     key = iam.create_access_key(UserName=name)["AccessKey"]
     return key["AccessKeyId"], key["SecretAccessKey"]
 

@@ -221,6 +221,8 @@ def test_runs_unite_to_the_maximal_runs_of_their_days_in_any_partitioning(given_
     pieces = [coalesce_runs(key[part == j], first[part == j], last[part == j]) for j in range(3, -1, -1)]
     again = coalesce_runs(*(np.concatenate([p[i] for p in pieces]) for i in range(3)))
     assert all((a == b).all() for a, b in zip(again, got))
+    # Maximal runs in order are returned as they are (the fast path), and the same as sorting them would give.
+    assert all((a == b).all() for a, b in zip(coalesce_runs(*got), got))
     # Never more runs than days; the days they hold are those given.
     pairs = sorted((k, d) for k in days for d in days[k])
     assert list(zip(*(a.tolist() for a in expand_runs(*got)))) == pairs and len(got[0]) <= len(pairs)
