@@ -64,18 +64,15 @@ def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:
 
 def _plan_codes(part: PickPart, plan: Any, cover: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows at scored stations — and inside the coverage —, their work unit, their stream = model * 2 + phase)."""
-    combos = part.combos[["dataset", "station", "model"]]
-    codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
-    skey_of = codes["skey"].to_numpy(np.float64)
-    mcode_of = codes["mcode"].to_numpy(np.float64)
-    scored = ~np.isnan(skey_of)
+    skey_of, mcode_of = plan.codes_of(part.combos)
+    scored = skey_of >= 0
     if cover is None:
         rows = np.flatnonzero(scored[part.combo])
     else:  # picks outside the common coverage are dropped here, on the worker
         rows = np.flatnonzero(scored[part.combo] & _in_coverage(part, cover))
     combo = part.combo[rows]
-    unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[rows])
-    stream_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
+    unit = plan.units_of(skey_of[combo], part.time[rows])
+    stream_of = np.where(scored, mcode_of, 0) * 2
     stream = (stream_of[combo] + part.phase[rows]).astype(plan.stream_dtype)
     return rows, unit, stream
 
