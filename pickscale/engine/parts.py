@@ -28,7 +28,7 @@ from ..io.normalise import kept_name
 from ..io.parquet import is_parquet, read_projected, read_projected_many
 from ..io.raw import read_raw_batch
 from ..io.storage import current, prefetched, storage_error, using
-from ..kernel.rates import PickRates, count_rates, merge_rates
+from ..kernel.rates import PickRates, count_rates, merge_rates, sorted_groups
 from ..options import PHASES
 from ..scope.placement import pick_offsets, summed_offsets
 
@@ -300,9 +300,8 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
         return parts[0]
     combos = pd.concat([p.combos for p in parts], ignore_index=True)
     names = ["dataset", "station", "model"] + (["cell"] if "cell" in combos else [])
-    groups = combos.groupby(names, sort=True)
-    key = groups.ngroup().to_numpy(np.int64)  # numbered in the sorted order of the keys below
-    uniques = groups.size().reset_index()[names]
+    key, first = sorted_groups(combos, names)  # numbered in the sorted order of the keys
+    uniques = combos.iloc[first].reset_index(drop=True)
     offsets = np.cumsum([0] + [len(p.combos) for p in parts])
     combo = np.concatenate([key[offsets[i] + p.combo.astype(np.int64)] for i, p in enumerate(parts)])
     n = len(uniques)
@@ -343,8 +342,14 @@ def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: f
 
 def report_of(part: Normalised) -> Normalised:
     """What normalising did, without the rows (small enough to send to the client)."""
-    # A copy: an empty slice is a view that would keep the whole frame's memory alive.
-    return dataclasses.replace(part, frame=part.frame.iloc[:0].copy())
+    # A copy: an empty slice is a view that would keep the whole frame's memory alive.  A text column's categories
+    # (every distinct value of the part) go too: the outlines' reports are joined in a tree, which would unite them.
+    frame = part.frame.iloc[:0].copy()
+    for name in frame.columns:
+        dtype = frame[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            frame[name] = pd.Categorical([], categories=dtype.categories[:0])
+    return dataclasses.replace(part, frame=frame)
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
