@@ -385,13 +385,15 @@ def direct(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: 
 
 def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
                    conf_dtype: Any, cover: Any = None, optional: dict[str, Any] | None = None,
-                   codes: Codes | None = None) -> Any:
+                   codes: Codes | None = None, shared_codes: Any = None) -> Any:
     """The Dask DataFrame the shuffle exchange moves: every part's scored picks, then the scored arrivals (one
     partition per bucket of the reference, made where it is).
 
     Its columns are :data:`EXCHANGE_COLUMNS` (after a ``label`` when the codes are not keyed), then the
     :data:`OPTIONAL_COLUMNS` the run has (:func:`optional_columns`); its index is :data:`EXCHANGE_INDEX`.
-    ``codes``: :func:`codes_for` ``(plan)`` unless given.
+    ``codes``: :func:`codes_for` ``(plan)`` unless given.  Parts, buckets, ``shared_plan`` and ``shared_codes``
+    given as futures (a cluster's): each partition is made by a task of ``dd.from_map``, which Dask fuses with
+    the shuffle's hashing (one task a part, not four).
     """
     import dask.dataframe as dd
 
@@ -399,21 +401,43 @@ def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, share
     # SPEC §14's arrival_group and §19's event join the frame (picks: -1) only when the run has them, each as
     # narrow as its codes allow: by default the frame is EXCHANGE_COLUMNS alone.
     meta = exchange_meta(conf_dtype, codes, optional)
+    if shared_codes is not None:  # futures: one task a partition
+        kinds = ["picks"] * len(pick_parts) + ["arrivals"] * len(ref_codes)
+        return dd.from_map(_encoded, kinds, list(pick_parts) + list(ref_codes),
+                           args=[shared_plan, shared_codes, conf_dtype, cover, optional], meta=meta,
+                           enforce_metadata=False, label="encode-exchange")
     shared_codes = delayed(codes, pure=True)
     frames = [delayed(encode_for_plan)(p, shared_plan, shared_codes, conf_dtype, cover, optional) for p in pick_parts]
     frames += [delayed(arrivals_frame)(c, shared_plan, shared_codes, conf_dtype, optional) for c in ref_codes]
     return dd.from_delayed(frames, meta=meta, verify_meta=False)
 
 
+def _encoded(kind: str, item: Any, plan: Any, codes: Codes, conf_dtype: Any, cover: Any,
+             optional: dict[str, Any] | None) -> pd.DataFrame:
+    if kind == "picks":
+        return encode_for_plan(item, plan, codes, conf_dtype, cover, optional)
+    return arrivals_frame(item, plan, codes, conf_dtype, optional)
+
+
 def shuffle(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
-            conf_dtype: Any, distributed: bool, cover: Any = None, optional: dict[str, Any] | None = None) -> list[Any]:
+            conf_dtype: Any, client: Any = None, cover: Any = None,
+            optional: dict[str, Any] | None = None) -> list[Any]:
     """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
     codes = codes_for(plan)
+    if client is not None:
+        from distributed import futures_of  # lazy: a cluster's module, on a cluster only
+
+        shared_plan, shared_codes = client.compute([shared_plan, delayed(codes, pure=True)])
+        if cover is not None:
+            cover = client.compute(cover)
+        pick_parts = [futures_of(p)[0] for p in pick_parts]
+        ref_codes = [futures_of(c)[0] for c in ref_codes]
+    else:
+        shared_codes = delayed(codes, pure=True)
     frame = exchange_frame(pick_parts, ref_codes, plan, shared_plan, options, conf_dtype=conf_dtype, cover=cover,
-                           optional=optional, codes=codes)
+                           optional=optional, codes=codes, shared_codes=shared_codes if client is not None else None)
     # The index (each row's time) is kept: ignore_index=False.
     moved = frame.shuffle(on=codes.key, npartitions=plan.n_parts, ignore_index=False,
-                          shuffle_method="p2p" if distributed else "tasks")
-    shared_codes = delayed(codes, pure=True)
+                          shuffle_method="p2p" if client is not None else "tasks")
     return [delayed(score_shuffled)(part, shared_plan, shared_codes, options, i)
             for i, part in enumerate(moved.to_delayed())]

@@ -316,7 +316,7 @@ def execute(run: Run) -> Executed:
     else:
         optional = exchange.optional_columns(options, groups=options.group_labels is not None, events=run.events)
         partials = exchange.shuffle(pick_parts, buckets, plan, shared_plan, options,
-                                    conf_dtype=_conf_dtype(run.outlines), distributed=client is not None, cover=keep,
+                                    conf_dtype=_conf_dtype(run.outlines), client=client, cover=keep,
                                     optional=optional)
     del pick_parts  # (the graphs of `partials` hold what they need of them)
     tops = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=run.progress)
