@@ -44,7 +44,8 @@ from .scoring import Piece, score_partition, score_shuffled
 
 __all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece", "split_part", "encode_for_plan",
            "arrivals_frame", "exchange_frame", "exchange_meta", "optional_columns", "EXCHANGE_COLUMNS",
-           "EXCHANGE_INDEX", "OPTIONAL_COLUMNS", "split_arrivals", "Codes", "codes_for", "KEYED_SLOTS"]
+           "EXCHANGE_INDEX", "OPTIONAL_COLUMNS", "split_arrivals", "Codes", "codes_for", "KEYED_SLOTS",
+           "part_groups", "GROUP_PICKS"]
 
 #: The direct exchange is used while (read parts) × (work partitions) is at most this.
 DIRECT_EDGES = 4096
@@ -383,17 +384,58 @@ def direct(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: 
     return tasks
 
 
+#: Read parts this small are encoded together: consecutive parts, up to this many picks in all (and up to
+#: :data:`_GROUP_PARTS` parts), in one task (:func:`part_groups`) — so one shuffle input where there were many.
+GROUP_PICKS = 1 << 18
+_GROUP_PARTS = 64
+
+
+def part_groups(sizes: Any, n_workers: int = 1) -> list[tuple[int, int]]:
+    """Consecutive read parts encoded together, as ``[start, stop)`` ranges of their indices, in order.
+
+    A group holds up to ``min(GROUP_PICKS, total / (2 * n_workers))`` picks (``sizes``: each part's) and up to
+    :data:`_GROUP_PARTS` parts; a larger part is a group of its own.  Consecutive, so that the frame's rows keep
+    their order and each work partition receives its rows as before, in the same order; a function of the
+    sizes alone.  ``sizes`` None: one group per part.
+
+    Examples
+    --------
+    >>> part_groups([10, 10, 10, 500, 10, 10], n_workers=1)
+    [(0, 3), (3, 4), (4, 6)]
+    >>> part_groups([10, 10, 10, 500, 10, 10], n_workers=8)  # at most 550 / 16 = 34 picks a group
+    [(0, 3), (3, 4), (4, 6)]
+    >>> part_groups(None), part_groups([])
+    ([], [])
+    """
+    if sizes is None:
+        return []
+    sizes = np.asarray(sizes, dtype=np.int64)
+    target = max(1, min(GROUP_PICKS, -(-int(sizes.sum()) // (2 * max(1, int(n_workers))))))
+    groups: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for i, n in enumerate(sizes.tolist()):  # one step per read part
+        if i > start and (held + n > target or i - start >= _GROUP_PARTS):
+            groups.append((start, i))
+            start, held = i, 0
+        held += n
+    if sizes.size:
+        groups.append((start, int(sizes.size)))
+    return groups
+
+
 def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
                    conf_dtype: Any, cover: Any = None, optional: dict[str, Any] | None = None,
-                   codes: Codes | None = None, shared_codes: Any = None) -> Any:
-    """The Dask DataFrame the shuffle exchange moves: every part's scored picks, then the scored arrivals (one
+                   codes: Codes | None = None, shared_codes: Any = None, sizes: Any = None,
+                   n_workers: int = 1) -> Any:
+    """The Dask DataFrame the shuffle exchange moves: the scored picks of every group of read parts
+    (:func:`part_groups` of their ``sizes``: one part a partition without them), then the scored arrivals (one
     partition per bucket of the reference, made where it is).
 
     Its columns are :data:`EXCHANGE_COLUMNS` (after a ``label`` when the codes are not keyed), then the
     :data:`OPTIONAL_COLUMNS` the run has (:func:`optional_columns`); its index is :data:`EXCHANGE_INDEX`.
     ``codes``: :func:`codes_for` ``(plan)`` unless given.  Parts, buckets, ``shared_plan`` and ``shared_codes``
     given as futures (a cluster's): each partition is made by a task of ``dd.from_map``, which Dask fuses with
-    the shuffle's hashing (one task a part, not four).
+    the shuffle's hashing (one task a group, not four).
     """
     import dask.dataframe as dd
 
@@ -401,28 +443,41 @@ def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, share
     # SPEC §14's arrival_group and §19's event join the frame (picks: -1) only when the run has them, each as
     # narrow as its codes allow: by default the frame is EXCHANGE_COLUMNS alone.
     meta = exchange_meta(conf_dtype, codes, optional)
-    if shared_codes is not None:  # futures: one task a partition
-        kinds = ["picks"] * len(pick_parts) + ["arrivals"] * len(ref_codes)
-        return dd.from_map(_encoded, kinds, list(pick_parts) + list(ref_codes),
+    groups = [list(pick_parts[a:b]) for a, b in part_groups(sizes, n_workers)] if sizes is not None and len(
+        sizes) == len(pick_parts) else [[p] for p in pick_parts]
+    inputs = [("picks", g) for g in groups] + [("arrivals", [c]) for c in ref_codes]
+    if shared_codes is not None:  # futures: one task a partition, each input an argument of its own
+        width = max(len(items) for _, items in inputs) if inputs else 1
+        columns = [[items[j] if j < len(items) else None for _, items in inputs] for j in range(width)]
+        return dd.from_map(_encoded, [kind for kind, _ in inputs], *columns,
                            args=[shared_plan, shared_codes, conf_dtype, cover, optional], meta=meta,
                            enforce_metadata=False, label="encode-exchange")
     shared_codes = delayed(codes, pure=True)
-    frames = [delayed(encode_for_plan)(p, shared_plan, shared_codes, conf_dtype, cover, optional) for p in pick_parts]
-    frames += [delayed(arrivals_frame)(c, shared_plan, shared_codes, conf_dtype, optional) for c in ref_codes]
+    frames = [delayed(_encoded)(kind, *items, shared_plan, shared_codes, conf_dtype, cover, optional)
+              for kind, items in inputs]
     return dd.from_delayed(frames, meta=meta, verify_meta=False)
 
 
-def _encoded(kind: str, item: Any, plan: Any, codes: Codes, conf_dtype: Any, cover: Any,
-             optional: dict[str, Any] | None) -> pd.DataFrame:
+def _encoded(kind: str, *items_and_args: Any) -> pd.DataFrame:
+    """One partition of the exchange frame: ``items`` (read parts, or one bucket's arrival codes; None: no more)
+    encoded, in order; then the shared arguments (plan, codes, conf dtype, cover, optional columns)."""
+    plan, codes, conf_dtype, cover, optional = items_and_args[-5:]
+    items = [item for item in items_and_args[:-5] if item is not None]
     if kind == "picks":
-        return encode_for_plan(item, plan, codes, conf_dtype, cover, optional)
-    return arrivals_frame(item, plan, codes, conf_dtype, optional)
+        frames = [encode_for_plan(p, plan, codes, conf_dtype, cover, optional) for p in items]
+    else:
+        frames = [arrivals_frame(c, plan, codes, conf_dtype, optional) for c in items]
+    return frames[0] if len(frames) == 1 else pd.concat(frames)
 
 
 def shuffle(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
-            conf_dtype: Any, client: Any = None, cover: Any = None,
-            optional: dict[str, Any] | None = None) -> list[Any]:
-    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
+            conf_dtype: Any, client: Any = None, cover: Any = None, optional: dict[str, Any] | None = None,
+            sizes: Any = None, n_workers: int = 1) -> list[Any]:
+    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle.
+
+    ``sizes``: each read part's picks (:attr:`pickscale.engine.parts.PickPart.sizes`), so that small consecutive
+    parts are encoded together (:func:`part_groups`, for ``n_workers``).
+    """
     codes = codes_for(plan)
     if client is not None:
         from distributed import futures_of  # lazy: a cluster's module, on a cluster only
@@ -435,7 +490,8 @@ def shuffle(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan:
     else:
         shared_codes = delayed(codes, pure=True)
     frame = exchange_frame(pick_parts, ref_codes, plan, shared_plan, options, conf_dtype=conf_dtype, cover=cover,
-                           optional=optional, codes=codes, shared_codes=shared_codes if client is not None else None)
+                           optional=optional, codes=codes, shared_codes=shared_codes if client is not None else None,
+                           sizes=sizes, n_workers=n_workers)
     # The index (each row's time) is kept: ignore_index=False.
     moved = frame.shuffle(on=codes.key, npartitions=plan.n_parts, ignore_index=False,
                           shuffle_method="p2p" if client is not None else "tasks")

@@ -88,6 +88,10 @@ class PickPart:
     rates
         An outline's, given the grid: its picks counted per station at each threshold, and the days they fall
         on (SPEC §20, :mod:`pickscale.kernel.rates`); None otherwise.
+    sizes
+        An outline's: the picks at or above the floor of each read part it outlines, in the parts' order (int64;
+        the exchange encodes small consecutive parts together, :func:`pickscale.engine.exchange.part_groups`);
+        None for a part itself.
     """
 
     report: Normalised
@@ -99,6 +103,7 @@ class PickPart:
     conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     offsets: pd.DataFrame | None = None
     rates: PickRates | None = None
+    sizes: np.ndarray | None = None
 
 
 def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
@@ -331,7 +336,9 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
                     phase=np.concatenate([p.phase for p in parts]),
                     time=np.concatenate([p.time for p in parts]), conf=conf,
                     offsets=summed_offsets(pd.concat(found, ignore_index=True)) if found else None,
-                    rates=merge_rates(rates) if rates else None)
+                    rates=merge_rates(rates) if rates else None,
+                    sizes=(np.concatenate([p.sizes for p in parts]) if all(p.sizes is not None for p in parts)
+                           else None))
 
 
 def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
@@ -461,7 +468,8 @@ def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[fl
         offsets = pick_offsets(coverage, cells, part.combos, part.combo, part.phase, part.time, part.conf,
                                thresholds)
     return dataclasses.replace(part, combos=combos, combo=part.combo[:0], phase=part.phase[:0],
-                               time=part.time[:0], conf=part.conf[:0], offsets=offsets, rates=rates)
+                               time=part.time[:0], conf=part.conf[:0], offsets=offsets, rates=rates,
+                               sizes=np.array([part.time.size], dtype=np.int64))
 
 
 def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:

@@ -5,7 +5,8 @@ Each slot's code is a number Dask's own hash partitioning sends to its unit's wo
 is ``code, conf`` on a time index (16 bytes with float32 confidences).  Checked here: a hand-worked plan, Dask's
 real shuffle placing every row where the plan puts its unit, the codes the same whatever the hash seed, and —
 for any plan, rows, conf dtype and optional columns, keyed or not — encode → regrouping as the shuffle does →
-unpack gives the kernel exactly the inputs the earlier frame gave it.
+unpack gives the kernel exactly the inputs the earlier frame gave it, small consecutive read parts encoded
+together or not (``exchange.part_groups``).
 """
 
 from __future__ import annotations
@@ -208,7 +209,9 @@ def _exchanges(draw):
         if "event" in optional:
             bucket["event"] = rng.integers(-1, 1000, n).astype(np.int32)
         buckets.append(bucket)
-    return plan, parts, buckets, conf_dtype, optional, draw(st.booleans())
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(parts) - 1, 1)), max_size=len(parts) - 1)))
+    groups = list(zip([0, *cuts], [*cuts, len(parts)]))  # consecutive parts encoded together
+    return plan, parts, buckets, conf_dtype, optional, draw(st.booleans()), groups
 
 
 def _earlier_kernel_inputs(plan, parts, buckets, optional, p):
@@ -236,10 +239,11 @@ def _earlier_kernel_inputs(plan, parts, buckets, optional, p):
 @settings(max_examples=examples(60))
 @given(_exchanges())
 def test_encode_shuffle_unpack_gives_the_kernel_the_same_inputs(case):
-    plan, parts, buckets, conf_dtype, optional, keyed = case
+    plan, parts, buckets, conf_dtype, optional, keyed, groups = case
     codes = exchange.codes_for(plan, keyed=keyed)
-    frames = [exchange.encode_for_plan(p, plan, codes, conf_dtype, None, optional) for p in parts]
-    frames += [exchange.arrivals_frame(b, plan, codes, conf_dtype, optional) for b in buckets]
+    shared = (plan, codes, conf_dtype, None, optional)
+    frames = [exchange._encoded("picks", *parts[a:b], *shared) for a, b in groups]
+    frames += [exchange._encoded("arrivals", b, *shared) for b in buckets]
     meta = exchange.exchange_meta(conf_dtype, codes, optional)
     for f in frames:
         assert f.dtypes.equals(meta.dtypes) and f.index.dtype == meta.index.dtype and f.index.name == "time"
@@ -255,3 +259,13 @@ def test_encode_shuffle_unpack_gives_the_kernel_the_same_inputs(case):
             assert (got is None) == (want is None)
             if want is not None:
                 assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_small_consecutive_parts_are_encoded_together():
+    """Groups are consecutive, up to GROUP_PICKS picks (and a share of the total per worker), in order."""
+    sizes = [700] * 300
+    groups = exchange.part_groups(sizes, n_workers=2)  # 210,000 picks: groups of up to 52,500, 64 parts
+    assert [b - a for a, b in groups] == [64, 64, 64, 64, 44]
+    assert groups[0][0] == 0 and all(b == c for (_, b), (c, _) in zip(groups, groups[1:])) and groups[-1][1] == 300
+    big = [exchange.GROUP_PICKS] * 3 + [5, 5]  # a large part is a group of its own
+    assert exchange.part_groups(big, n_workers=1) == [(0, 1), (1, 2), (2, 3), (3, 5)]
