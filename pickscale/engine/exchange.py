@@ -4,29 +4,35 @@ Two ways, both ending in the same scoring (:func:`pickscale.engine.scoring.score
 and the same reduction tree, so they give identical results:
 
 - **shuffle** — the picks become a Dask DataFrame (one encoded frame per read
-  part, the scored arrivals alongside them: :data:`EXCHANGE_COLUMNS`, and the
-  :data:`OPTIONAL_COLUMNS` a run needs) and Dask's shuffle moves it by the
-  work partition (``method="p2p"`` on a distributed cluster: disk-backed
-  buffers bound every worker's memory, whatever the number of picks).  Its
-  graph grows like P + Q (read parts + work partitions).
+  part, the scored arrivals alongside them: :data:`EXCHANGE_COLUMNS` on the
+  index :data:`EXCHANGE_INDEX`, and the :data:`OPTIONAL_COLUMNS` a run needs)
+  and Dask's shuffle moves it by the ``code`` column (``method="p2p"`` on a
+  distributed cluster: disk-backed buffers bound every worker's memory,
+  whatever the number of picks).  Its graph grows like P + Q (read parts +
+  work partitions).
 - **direct** — each part is cut into one piece per partition and each scoring
   task takes its piece of every part: no DataFrame machinery and no disk, the
   fastest on one machine, but P × Q graph edges.  Used while P × Q is small.
 
-Dask hashes the shuffle key to pick an output partition.  Each work partition
-is given a *label* that Dask's own hash sends to the output partition of the
-same number, so the plan's packing (which balances the picks) holds; the
-scoring does not rely on it — it scores whatever units arrive, with their
-arrivals, which travel with them.
-
-A pick travels with its *stream*, ``model index * 2 + phase``
-(:mod:`pickscale.kernel.streams`), an arrival with ``-1 - phase`` in the same
-column; SPEC §14's group of an arrival has its own column, ``arrival_group``,
-there only when the run has groups of arrivals (``group_by``).
+A row of the shuffle frame names its work unit and its *stream* — a pick's
+``model index * 2 + phase`` (:mod:`pickscale.kernel.streams`), an arrival's
+``-1 - phase`` — by one integer, its ``code`` (:class:`Codes`): each (unit,
+stream) *slot* has a code of its own, chosen so that Dask's own hash of it
+sends it to the unit's work partition (:func:`codes_for`), so the code is
+also the shuffle key and the plan's packing (which balances the picks) holds.
+Scoring decodes it (:meth:`Codes.decode`) and checks that every row arrived
+where its unit is planned: a unit is scored whole.  When a plan has too many
+slots for such codes (:data:`KEYED_SLOTS`), the code is the slot number and a
+``label`` column is the key, as many partitions' labels as there are
+partitions (:func:`labels_for`).  The row's time is the frame's index: Dask's
+p2p shuffle writes a frame's index as a column whatever it is, a default
+index too (8 bytes a row).  SPEC §14's group of an arrival and §19's event
+have their own columns, there only when the run has them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,7 +44,8 @@ from .scoring import Piece, score_partition, score_shuffled
 
 __all__ = ["direct", "shuffle", "labels_for", "DIRECT_EDGES", "choose", "Piece", "split_part", "encode_for_plan",
            "arrivals_frame", "exchange_frame", "exchange_meta", "optional_columns", "EXCHANGE_COLUMNS",
-           "OPTIONAL_COLUMNS", "split_arrivals"]
+           "EXCHANGE_INDEX", "OPTIONAL_COLUMNS", "split_arrivals", "Codes", "codes_for", "KEYED_SLOTS",
+           "part_groups", "GROUP_PICKS"]
 
 #: The direct exchange is used while (read parts) × (work partitions) is at most this.
 DIRECT_EDGES = 4096
@@ -58,18 +65,15 @@ def _in_coverage(part: PickPart, cover: tuple[Any, pd.DataFrame]) -> np.ndarray:
 
 def _plan_codes(part: PickPart, plan: Any, cover: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows at scored stations — and inside the coverage —, their work unit, their stream = model * 2 + phase)."""
-    combos = part.combos[["dataset", "station", "model"]]
-    codes = combos.merge(plan.keys, on=["dataset", "station", "model"], how="left", sort=False)
-    skey_of = codes["skey"].to_numpy(np.float64)
-    mcode_of = codes["mcode"].to_numpy(np.float64)
-    scored = ~np.isnan(skey_of)
+    skey_of, mcode_of = plan.codes_of(part.combos)
+    scored = skey_of >= 0
     if cover is None:
         rows = np.flatnonzero(scored[part.combo])
     else:  # picks outside the common coverage are dropped here, on the worker
         rows = np.flatnonzero(scored[part.combo] & _in_coverage(part, cover))
     combo = part.combo[rows]
-    unit = plan.units_of(skey_of[combo].astype(np.int64), part.time[rows])
-    stream_of = np.where(scored, mcode_of, 0).astype(np.int64) * 2
+    unit = plan.units_of(skey_of[combo], part.time[rows])
+    stream_of = np.where(scored, mcode_of, 0) * 2
     stream = (stream_of[combo] + part.phase[rows]).astype(plan.stream_dtype)
     return rows, unit, stream
 
@@ -99,12 +103,161 @@ def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...
     return tuple(pieces)
 
 
-#: Columns of the frame the shuffle exchange moves: picks and arrivals together, arrivals with a negative stream
-#: (``-1 - phase``) and conf 0.
-EXCHANGE_COLUMNS = ("label", "unit", "stream", "time", "conf")
+#: Columns of the frame the shuffle exchange moves: picks and arrivals together, each row's (unit, stream) as one
+#: ``code`` (:class:`Codes`), an arrival's conf 0.
+EXCHANGE_COLUMNS = ("code", "conf")
+#: The frame's index: each row's time (int64 ns).
+EXCHANGE_INDEX = "time"
 #: Columns that join the frame only when the run needs them (:func:`optional_columns`), after those: each
 #: arrival's group of arrivals (SPEC §14, with ``group_by``) and its event (SPEC §19, with events); a pick's is -1.
 OPTIONAL_COLUMNS = ("arrival_group", "event")
+#: A plan's slots get codes of their own while there are at most this many (:func:`codes_for`) ...
+KEYED_SLOTS = 1 << 24
+#: ... and while its codes stay below this many per slot (or :data:`_KEYED_FLOOR`): past it, Dask's hash sends
+#: so few small numbers to some partition that the decoding table would be too large.
+_CODES_PER_SLOT = 8
+_KEYED_FLOOR = 1 << 20
+# (an arrival's slot is 1 - phase, a pick's 2 + stream: slot = stream + 2 for both)
+_ARRIVAL_SLOTS = 2
+
+
+@dataclass(frozen=True)
+class Codes:
+    """The shuffle frame's ``code``: one integer per (work unit, stream) *slot*, ``slot = unit * width + stream +
+    2`` (a pick's stream ``model index * 2 + phase``, an arrival's ``-1 - phase``), made by :func:`codes_for`.
+
+    Keyed (``code_of_slot`` given): each slot's code is a number that Dask's hash partitioning sends to its unit's
+    work partition, so the code is the shuffle key; ``slot_of_code`` decodes it.  Otherwise the code is the slot
+    itself and ``labels`` (one shuffle key per work partition, :func:`labels_for`) go in a ``label`` column.
+
+    Examples
+    --------
+    >>> codes = Codes(width=4, dtype=np.dtype(np.int8), code_of_slot=np.array([5, 0, 2, -1, 1, 3, 4, 6]),
+    ...               slot_of_code=np.array([1, 4, 2, 5, 6, 0, 7]))
+    >>> unit, stream = np.array([0, 1, 1, 1]), np.array([-1, -2, -1, 1])  # unit 1's stream 1: its slot 4 + 3
+    >>> codes.encode(unit, stream).tolist()
+    [0, 1, 3, 6]
+    >>> [a.tolist() for a in codes.decode(codes.encode(unit, stream))]
+    [[0, 1, 1, 1], [-1, -2, -1, 1]]
+    """
+
+    width: int  # slots per unit: two arrival phases, two phases per model of the plan's station with most models
+    dtype: np.dtype  # of the code column: the narrowest integer dtype holding every code
+    code_of_slot: np.ndarray | None = None  # keyed: each slot's code (-1: a slot no row can have)
+    slot_of_code: np.ndarray | None = None  # keyed: each code's slot (-1: not a code)
+    labels: np.ndarray | None = None  # not keyed: each work partition's shuffle key (int32)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the code is the shuffle key (else the ``label`` column is)."""
+        return self.code_of_slot is not None
+
+    @property
+    def key(self) -> str:
+        """The column Dask's shuffle hashes: ``code``, or ``label``."""
+        return "code" if self.keyed else "label"
+
+    def encode(self, unit: np.ndarray, stream: np.ndarray) -> np.ndarray:
+        """The code of each row of work unit ``unit`` and stream ``stream`` (in :attr:`dtype`)."""
+        slot = np.asarray(unit, dtype=np.int64) * self.width + np.asarray(stream, dtype=np.int64)
+        slot += _ARRIVAL_SLOTS
+        if self.code_of_slot is not None:
+            return self.code_of_slot[slot].astype(self.dtype, copy=False)
+        return slot.astype(self.dtype, copy=False)
+
+    def decode(self, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(work unit, stream) of each code, both int64: :meth:`encode` undone."""
+        slot = (self.slot_of_code[code] if self.slot_of_code is not None else code).astype(np.int64, copy=False)
+        unit = slot // self.width
+        slot -= unit * self.width
+        slot -= _ARRIVAL_SLOTS
+        return unit, slot
+
+
+def codes_for(plan: Any, *, keyed: bool = True) -> Codes:
+    """The :class:`Codes` of ``plan``'s slots: keyed while it has at most :data:`KEYED_SLOTS` of them (and
+    ``keyed``: False gives the other layout whatever the plan).
+
+    A unit's slots are its station's: two arrival phases and two phases per model.  Work partition p, with n_p
+    slots, takes the n_p smallest non-negative integers that Dask's hash partitioning sends to p (it hashes the
+    shuffle column's values as float64: ``dask.dataframe.shuffle.partitioning_index``), given to its slots in
+    ascending (unit, stream) order.  So the codes are a function of the plan alone — the same on every machine,
+    whatever the worker count, hash seed or Python session: pandas hashes numbers with fixed integer arithmetic —
+    and the partitions' balance is the plan's.  Past the keyed bounds (a plan whose slots are too many, or whose
+    codes grow too sparse), the code is the slot number and a ``label`` column is the key.
+    """
+    n_parts = plan.n_parts
+    most = int(plan.stations["n_models"].max()) if len(plan.stations) else 1
+    width = _ARRIVAL_SLOTS + 2 * max(most, 1)
+    n_units = int(plan.unit_part.size)
+    per_unit = _ARRIVAL_SLOTS + 2 * plan.stations["n_models"].to_numpy(np.int64)[plan.unit_station]
+    n_slots = int(per_unit.sum())
+    if keyed and n_slots <= KEYED_SLOTS and n_units * width < np.iinfo(np.int32).max:
+        found = _hashed_codes(np.bincount(plan.unit_part, weights=per_unit, minlength=n_parts).astype(np.int64),
+                              n_parts, budget=max(_KEYED_FLOOR, _CODES_PER_SLOT * n_slots))
+        if found is not None:
+            _, code = found  # ascending by (partition, code)
+            # Every slot a row can have, in (partition, unit, stream) order: the codes' order.
+            unit = np.repeat(np.arange(n_units, dtype=np.int64), per_unit)
+            offset = np.arange(n_slots, dtype=np.int64) - np.repeat(np.cumsum(per_unit) - per_unit, per_unit)
+            slot = unit * width + offset
+            slot = slot[np.argsort(plan.unit_part[unit], kind="stable")]
+            code_of_slot = np.full(n_units * width, -1, dtype=np.int32)
+            code_of_slot[slot] = code
+            slot_of_code = np.full(int(code.max()) + 1 if code.size else 0, -1, dtype=np.int32)
+            slot_of_code[code] = slot
+            return Codes(width=width, dtype=_narrowest(slot_of_code.size - 1, (np.int8, np.int16, np.int32)),
+                         code_of_slot=code_of_slot, slot_of_code=slot_of_code)
+    return Codes(width=width, dtype=_narrowest(n_units * width - 1, (np.int16, np.int32, np.int64)),
+                 labels=labels_for(n_parts).astype(np.int32))
+
+
+def _narrowest(most: int, dtypes: tuple[type, ...]) -> np.dtype:
+    return np.dtype(next((t for t in dtypes if most <= np.iinfo(t).max), dtypes[-1]))
+
+
+def _hashed_codes(need: np.ndarray, n_parts: int, *, budget: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """For each partition p, the ``need[p]`` smallest non-negative integers that Dask's hash partitioning into
+    ``n_parts`` sends to p, as (partition, code) sorted by both; None if some are beyond ``budget``.
+
+    Examples
+    --------
+    >>> part, code = _hashed_codes(np.array([2, 1, 3]), 3, budget=100)
+    >>> part.tolist()
+    [0, 0, 1, 2, 2, 2]
+    >>> _partitions_of(code, 3).tolist() == part.tolist()
+    True
+    """
+    left = need.astype(np.int64).copy()
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    start, chunk = 0, max(1 << 16, 2 * int(need.sum()))
+    while left.any():
+        if start >= budget:
+            return None
+        candidate = np.arange(start, min(start + chunk, budget), dtype=np.int64)
+        target = _partitions_of(candidate, n_parts)
+        # The first left[p] candidates sent to p (candidates ascend: a stable sort by partition keeps them so).
+        order = np.argsort(target, kind="stable")
+        counts = np.bincount(target, minlength=n_parts)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        take = rank < left[target]
+        found.append((target[take], candidate[take]))
+        left -= np.minimum(left, counts)
+        start += candidate.size
+    part = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
+    code = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
+    order = np.lexsort((code, part))
+    return part[order], code[order]
+
+
+def _partitions_of(keys: np.ndarray, n_parts: int) -> np.ndarray:
+    """The output partition Dask's shuffle sends each of ``keys`` (a numeric shuffle column) to: its hash of the
+    values as float64, modulo ``n_parts`` (as ``DataFrame.shuffle`` does)."""
+    from dask.dataframe.shuffle import partitioning_index  # (dask.dataframe: on the client, for the shuffle only)
+
+    frame = pd.DataFrame({"key": np.asarray(keys).astype(np.float64)})
+    return np.asarray(partitioning_index(frame, n_parts), dtype=np.int64)
 
 
 def optional_columns(options: Any, *, groups: bool = False, events: Any = None) -> dict[str, np.dtype]:
@@ -126,34 +279,42 @@ def optional_columns(options: Any, *, groups: bool = False, events: Any = None) 
     return columns
 
 
-def exchange_meta(conf_dtype: Any, stream_dtype: Any, optional: dict[str, Any] | None = None) -> pd.DataFrame:
-    """The empty frame with the exchange's columns and dtypes (Dask's ``meta``); ``optional``: the
+def exchange_meta(conf_dtype: Any, codes: Codes, optional: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The empty frame with the exchange's columns, index and dtypes (Dask's ``meta``); ``optional``: the
     :data:`OPTIONAL_COLUMNS` present and their dtypes (:func:`optional_columns`), none by default."""
-    meta = pd.DataFrame({"label": np.zeros(0, np.int32), "unit": np.zeros(0, np.int32),
-                         "stream": np.zeros(0, stream_dtype), "time": np.zeros(0, np.int64),
-                         "conf": np.zeros(0, conf_dtype)})
-    for name, dtype in (optional or {}).items():
-        meta[name] = np.zeros(0, dtype)
-    return meta
+    return _frame(codes, None, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, conf_dtype),
+                  {name: np.zeros(0, dtype) for name, dtype in (optional or {}).items()}, code=np.zeros(0, codes.dtype))
 
 
-def encode_for_plan(part: PickPart, plan: Any, labels: np.ndarray, conf_dtype: Any,
-                    cover: Any = None, optional: dict[str, Any] | None = None) -> pd.DataFrame:
-    """One part's scored picks as rows of the exchange frame (``label`` = the shuffle key of its partition).
+def _frame(codes: Codes, part: np.ndarray | None, unit: np.ndarray, time_ns: np.ndarray, conf: np.ndarray,
+           optional: dict[str, np.ndarray], *, code: np.ndarray) -> pd.DataFrame:
+    """A frame of the exchange: [label,] code, conf, the optional columns; the time as its index."""
+    columns: dict[str, np.ndarray] = {}
+    if not codes.keyed:
+        assert codes.labels is not None
+        columns["label"] = codes.labels[part] if part is not None else np.zeros(0, np.int32)
+    columns["code"] = code
+    columns["conf"] = conf
+    columns.update(optional)
+    return pd.DataFrame(columns, index=pd.Index(time_ns, dtype=np.int64, name=EXCHANGE_INDEX, copy=False))
+
+
+def encode_for_plan(part: PickPart, plan: Any, codes: Codes, conf_dtype: Any, cover: Any = None,
+                    optional: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One part's scored picks as rows of the exchange frame.
 
     ``optional`` (:func:`optional_columns`): the arrivals' columns the frame has besides
     :data:`EXCHANGE_COLUMNS`, each -1 for a pick (a pick has no group of arrivals and no event).
     """
     rows, unit, stream = _plan_codes(part, plan, cover)
-    frame = pd.DataFrame({"label": labels[plan.unit_part[unit]].astype(np.int32), "unit": unit.astype(np.int32),
-                          "stream": stream, "time": part.time[rows],
-                          "conf": part.conf[rows].astype(conf_dtype, copy=False)})
-    for name, dtype in (optional or {}).items():
-        frame[name] = np.full(len(frame), -1, dtype)
-    return frame
+    n = rows.size
+    return _frame(codes, None if codes.keyed else plan.unit_part[unit], unit, part.time[rows],
+                  part.conf[rows].astype(conf_dtype, copy=False),
+                  {name: np.full(n, -1, dtype) for name, dtype in (optional or {}).items()},
+                  code=codes.encode(unit, stream))
 
 
-def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_dtype: Any,
+def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, codes: Codes, conf_dtype: Any,
                    optional: dict[str, Any] | None = None) -> pd.DataFrame:
     # (one bucket's arrivals, on the worker that holds them: pickscale.engine.encoding.encode_bucket)
     """Scored arrivals as rows of the exchange frame: stream ``-1 - phase``, conf 0 (an arrival has none).
@@ -161,14 +322,12 @@ def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, labels: np.ndarray, conf_
     ``optional`` (:func:`optional_columns`): each arrival's code in those columns, in their dtypes: its group
     of arrivals (SPEC §14: ``ref_codes["arrival_group"]``) and its event (SPEC §19: ``ref_codes["event"]``).
     """
-    frame = pd.DataFrame({"label": labels[ref_codes["part"].to_numpy(np.int64)].astype(np.int32),
-                          "unit": ref_codes["unit"].to_numpy(np.int32),
-                          "stream": (-1 - ref_codes["phase"].to_numpy(np.int32)).astype(plan.stream_dtype),
-                          "time": ref_codes["time"].to_numpy(np.int64),
-                          "conf": np.zeros(len(ref_codes), conf_dtype)})
-    for name, dtype in (optional or {}).items():
-        frame[name] = ref_codes[name].to_numpy().astype(dtype)  # (the reference codes' column of that name)
-    return frame
+    unit = ref_codes["unit"].to_numpy(np.int64)
+    stream = -1 - ref_codes["phase"].to_numpy(np.int64)
+    return _frame(codes, None if codes.keyed else ref_codes["part"].to_numpy(np.int64), unit,
+                  ref_codes["time"].to_numpy(np.int64), np.zeros(len(ref_codes), conf_dtype),
+                  {name: ref_codes[name].to_numpy().astype(dtype) for name, dtype in (optional or {}).items()},
+                  code=codes.encode(unit, stream))
 
 
 def choose(method: str, n_read: int, n_parts: int) -> str:
@@ -188,23 +347,10 @@ def labels_for(n_parts: int) -> np.ndarray:
     >>> partitioning_index(pd.DataFrame({"label": labels.astype(float)}), 5).tolist()
     [0, 1, 2, 3, 4]
     """
-    from dask.dataframe.shuffle import partitioning_index
-
-    labels = np.full(n_parts, -1, dtype=np.int64)
-    start, width = 0, 64 * n_parts
-    while (labels < 0).any():
-        candidates = np.arange(start, start + width, dtype=np.int64)
-        # Dask casts a numeric key to float64 before hashing it.
-        target = np.asarray(partitioning_index(pd.DataFrame({"label": candidates.astype(np.float64)}), n_parts))
-        first = np.full(n_parts, -1, dtype=np.int64)
-        # The smallest candidate of each bucket: candidates ascend, so the first seen wins.
-        rev = np.arange(candidates.size)[::-1]
-        first[target[rev]] = candidates[rev]
-        labels = np.where(labels < 0, first, labels)
-        start += width
-    if labels.max() > np.iinfo(np.int32).max:  # pragma: no cover - needs ~10^9 partitions
+    found = _hashed_codes(np.ones(n_parts, dtype=np.int64), n_parts, budget=np.iinfo(np.int32).max)
+    if found is None:  # pragma: no cover - needs ~10^8 partitions
         raise RuntimeError("internal error: shuffle labels exceed int32")
-    return labels
+    return found[1]  # (one per partition, in partition order)
 
 
 def split_arrivals(ref_codes: pd.DataFrame, n_parts: int) -> tuple[dict[str, np.ndarray], ...]:
@@ -238,33 +384,116 @@ def direct(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: 
     return tasks
 
 
+#: Read parts this small are encoded together: consecutive parts, up to this many picks in all (and up to
+#: :data:`_GROUP_PARTS` parts), in one task (:func:`part_groups`) — so one shuffle input where there were many.
+GROUP_PICKS = 1 << 18
+_GROUP_PARTS = 64
+
+
+def part_groups(sizes: Any, n_workers: int = 1) -> list[tuple[int, int]]:
+    """Consecutive read parts encoded together, as ``[start, stop)`` ranges of their indices, in order.
+
+    A group holds up to ``min(GROUP_PICKS, total / (2 * n_workers))`` picks (``sizes``: each part's) and up to
+    :data:`_GROUP_PARTS` parts; a larger part is a group of its own.  Consecutive, so that the frame's rows keep
+    their order and each work partition receives its rows as before, in the same order; a function of the
+    sizes alone.  ``sizes`` None: one group per part.
+
+    Examples
+    --------
+    >>> part_groups([10, 10, 10, 500, 10, 10], n_workers=1)
+    [(0, 3), (3, 4), (4, 6)]
+    >>> part_groups([10, 10, 10, 500, 10, 10], n_workers=8)  # at most 550 / 16 = 34 picks a group
+    [(0, 3), (3, 4), (4, 6)]
+    >>> part_groups(None), part_groups([])
+    ([], [])
+    """
+    if sizes is None:
+        return []
+    sizes = np.asarray(sizes, dtype=np.int64)
+    target = max(1, min(GROUP_PICKS, -(-int(sizes.sum()) // (2 * max(1, int(n_workers))))))
+    groups: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for i, n in enumerate(sizes.tolist()):  # one step per read part
+        if i > start and (held + n > target or i - start >= _GROUP_PARTS):
+            groups.append((start, i))
+            start, held = i, 0
+        held += n
+    if sizes.size:
+        groups.append((start, int(sizes.size)))
+    return groups
+
+
 def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
-                   conf_dtype: Any, cover: Any = None, optional: dict[str, Any] | None = None) -> Any:
-    """The Dask DataFrame the shuffle exchange moves: every part's scored picks, then the scored arrivals (one
+                   conf_dtype: Any, cover: Any = None, optional: dict[str, Any] | None = None,
+                   codes: Codes | None = None, shared_codes: Any = None, sizes: Any = None,
+                   n_workers: int = 1) -> Any:
+    """The Dask DataFrame the shuffle exchange moves: the scored picks of every group of read parts
+    (:func:`part_groups` of their ``sizes``: one part a partition without them), then the scored arrivals (one
     partition per bucket of the reference, made where it is).
 
-    Its columns are :data:`EXCHANGE_COLUMNS`, then the :data:`OPTIONAL_COLUMNS` the run has
-    (:func:`optional_columns`); ``label`` is the shuffle key of each row's work partition.
+    Its columns are :data:`EXCHANGE_COLUMNS` (after a ``label`` when the codes are not keyed), then the
+    :data:`OPTIONAL_COLUMNS` the run has (:func:`optional_columns`); its index is :data:`EXCHANGE_INDEX`.
+    ``codes``: :func:`codes_for` ``(plan)`` unless given.  Parts, buckets, ``shared_plan`` and ``shared_codes``
+    given as futures (a cluster's): each partition is made by a task of ``dd.from_map``, which Dask fuses with
+    the shuffle's hashing (one task a group, not four).
     """
     import dask.dataframe as dd
 
-    labels = labels_for(plan.n_parts)
+    codes = codes_for(plan) if codes is None else codes
     # SPEC §14's arrival_group and §19's event join the frame (picks: -1) only when the run has them, each as
     # narrow as its codes allow: by default the frame is EXCHANGE_COLUMNS alone.
-    meta = exchange_meta(conf_dtype, plan.stream_dtype, optional)
-    shared_labels = delayed(labels, pure=True)
-    picks = dd.from_delayed([delayed(encode_for_plan)(p, shared_plan, shared_labels, conf_dtype, cover, optional)
-                             for p in pick_parts], meta=meta, verify_meta=False)
-    arrivals = dd.from_delayed([delayed(arrivals_frame)(c, shared_plan, shared_labels, conf_dtype, optional)
-                                for c in ref_codes], meta=meta, verify_meta=False)
-    return dd.concat([picks, arrivals])
+    meta = exchange_meta(conf_dtype, codes, optional)
+    groups = [list(pick_parts[a:b]) for a, b in part_groups(sizes, n_workers)] if sizes is not None and len(
+        sizes) == len(pick_parts) else [[p] for p in pick_parts]
+    inputs = [("picks", g) for g in groups] + [("arrivals", [c]) for c in ref_codes]
+    if shared_codes is not None:  # futures: one task a partition, each input an argument of its own
+        width = max(len(items) for _, items in inputs) if inputs else 1
+        columns = [[items[j] if j < len(items) else None for _, items in inputs] for j in range(width)]
+        return dd.from_map(_encoded, [kind for kind, _ in inputs], *columns,
+                           args=[shared_plan, shared_codes, conf_dtype, cover, optional], meta=meta,
+                           enforce_metadata=False, label="encode-exchange")
+    shared_codes = delayed(codes, pure=True)
+    frames = [delayed(_encoded)(kind, *items, shared_plan, shared_codes, conf_dtype, cover, optional)
+              for kind, items in inputs]
+    return dd.from_delayed(frames, meta=meta, verify_meta=False)
+
+
+def _encoded(kind: str, *items_and_args: Any) -> pd.DataFrame:
+    """One partition of the exchange frame: ``items`` (read parts, or one bucket's arrival codes; None: no more)
+    encoded, in order; then the shared arguments (plan, codes, conf dtype, cover, optional columns)."""
+    plan, codes, conf_dtype, cover, optional = items_and_args[-5:]
+    items = [item for item in items_and_args[:-5] if item is not None]
+    if kind == "picks":
+        frames = [encode_for_plan(p, plan, codes, conf_dtype, cover, optional) for p in items]
+    else:
+        frames = [arrivals_frame(c, plan, codes, conf_dtype, optional) for c in items]
+    return frames[0] if len(frames) == 1 else pd.concat(frames)
 
 
 def shuffle(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan: Any, options: Any, *,
-            conf_dtype: Any, distributed: bool, cover: Any = None, optional: dict[str, Any] | None = None) -> list[Any]:
-    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle."""
+            conf_dtype: Any, client: Any = None, cover: Any = None, optional: dict[str, Any] | None = None,
+            sizes: Any = None, n_workers: int = 1) -> list[Any]:
+    """One delayed :class:`~pickscale.kernel.stacks.Partial` per work partition, through Dask's shuffle.
+
+    ``sizes``: each read part's picks (:attr:`pickscale.engine.parts.PickPart.sizes`), so that small consecutive
+    parts are encoded together (:func:`part_groups`, for ``n_workers``).
+    """
+    codes = codes_for(plan)
+    if client is not None:
+        from distributed import futures_of  # lazy: a cluster's module, on a cluster only
+
+        shared_plan, shared_codes = client.compute([shared_plan, delayed(codes, pure=True)])
+        if cover is not None:
+            cover = client.compute(cover)
+        pick_parts = [futures_of(p)[0] for p in pick_parts]
+        ref_codes = [futures_of(c)[0] for c in ref_codes]
+    else:
+        shared_codes = delayed(codes, pure=True)
     frame = exchange_frame(pick_parts, ref_codes, plan, shared_plan, options, conf_dtype=conf_dtype, cover=cover,
-                           optional=optional)
-    moved = frame.shuffle(on="label", npartitions=plan.n_parts, ignore_index=True,
-                          shuffle_method="p2p" if distributed else "tasks")
-    return [delayed(score_shuffled)(part, shared_plan, options) for part in moved.to_delayed()]
+                           optional=optional, codes=codes, shared_codes=shared_codes if client is not None else None,
+                           sizes=sizes, n_workers=n_workers)
+    # The index (each row's time) is kept: ignore_index=False.
+    moved = frame.shuffle(on=codes.key, npartitions=plan.n_parts, ignore_index=False,
+                          shuffle_method="p2p" if client is not None else "tasks")
+    return [delayed(score_shuffled)(part, shared_plan, shared_codes, options, i)
+            for i, part in enumerate(moved.to_delayed())]

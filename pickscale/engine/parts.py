@@ -28,7 +28,7 @@ from ..io.normalise import kept_name
 from ..io.parquet import is_parquet, read_projected, read_projected_many
 from ..io.raw import read_raw_batch
 from ..io.storage import current, prefetched, storage_error, using
-from ..kernel.rates import PickRates, count_rates, merge_rates
+from ..kernel.rates import PickRates, count_rates, merge_rates, sorted_groups
 from ..options import PHASES
 from ..scope.placement import pick_offsets, summed_offsets
 
@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 _PHASE_CODE = {p: i for i, p in enumerate(PHASES)}
+_NO_COLUMNS = pd.DataFrame()
 
 
 @dataclass
@@ -87,6 +88,10 @@ class PickPart:
     rates
         An outline's, given the grid: its picks counted per station at each threshold, and the days they fall
         on (SPEC §20, :mod:`pickscale.kernel.rates`); None otherwise.
+    sizes
+        An outline's: the picks at or above the floor of each read part it outlines, in the parts' order (int64;
+        the exchange encodes small consecutive parts together, :func:`pickscale.engine.exchange.part_groups`);
+        None for a part itself.
     """
 
     report: Normalised
@@ -98,6 +103,7 @@ class PickPart:
     conf: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     offsets: pd.DataFrame | None = None
     rates: PickRates | None = None
+    sizes: np.ndarray | None = None
 
 
 def _raw(path: str, role: str, row_groups: tuple[int, int] | None = None, columns: Any = None,
@@ -300,9 +306,8 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
         return parts[0]
     combos = pd.concat([p.combos for p in parts], ignore_index=True)
     names = ["dataset", "station", "model"] + (["cell"] if "cell" in combos else [])
-    groups = combos.groupby(names, sort=True)
-    key = groups.ngroup().to_numpy(np.int64)  # numbered in the sorted order of the keys below
-    uniques = groups.size().reset_index()[names]
+    key, first = sorted_groups(combos, names)  # numbered in the sorted order of the keys
+    uniques = combos.iloc[first].reset_index(drop=True)
     offsets = np.cumsum([0] + [len(p.combos) for p in parts])
     combo = np.concatenate([key[offsets[i] + p.combo.astype(np.int64)] for i, p in enumerate(parts)])
     n = len(uniques)
@@ -322,12 +327,18 @@ def merge_parts(parts: list[PickPart]) -> PickPart:
     conf = np.concatenate([p.conf for p in parts])  # float32 with float64 widens, exactly
     found = [p.offsets for p in parts if p.offsets is not None]
     rates = [p.rates for p in parts if p.rates is not None]
-    return PickPart(report=Normalised.combine([p.report for p in parts]), combos=merged, below_floor=below,
+    # The reports' frames are empty (report_of): joined without their columns, then the first stands for all
+    # (pandas' concat of empty frames, their text columns' categories united, cost ~10 ms a node of the outline tree).
+    report = Normalised.combine([dataclasses.replace(p.report, frame=_NO_COLUMNS) for p in parts])
+    report = dataclasses.replace(report, frame=parts[0].report.frame)
+    return PickPart(report=report, combos=merged, below_floor=below,
                     combo=combo.astype(np.int16 if n < np.iinfo(np.int16).max else np.int32),
                     phase=np.concatenate([p.phase for p in parts]),
                     time=np.concatenate([p.time for p in parts]), conf=conf,
                     offsets=summed_offsets(pd.concat(found, ignore_index=True)) if found else None,
-                    rates=merge_rates(rates) if rates else None)
+                    rates=merge_rates(rates) if rates else None,
+                    sizes=(np.concatenate([p.sizes for p in parts]) if all(p.sizes is not None for p in parts)
+                           else None))
 
 
 def read_frame(frame: pd.DataFrame, *, source: str, drop_invalid: bool, floor: float, row_offset: int = 0,
@@ -457,7 +468,8 @@ def outline(part: PickPart | Failure, coverage: Any = None, thresholds: tuple[fl
         offsets = pick_offsets(coverage, cells, part.combos, part.combo, part.phase, part.time, part.conf,
                                thresholds)
     return dataclasses.replace(part, combos=combos, combo=part.combo[:0], phase=part.phase[:0],
-                               time=part.time[:0], conf=part.conf[:0], offsets=offsets, rates=rates)
+                               time=part.time[:0], conf=part.conf[:0], offsets=offsets, rates=rates,
+                               sizes=np.array([part.time.size], dtype=np.int64))
 
 
 def merge_outlines(*items: PickPart | Failure | list[Failure]) -> PickPart | list[Failure]:

@@ -11,7 +11,7 @@ import pandas as pd
 from ..kernel import Partial, StationResult, add_fine, score_station
 from ..options import Options
 
-__all__ = ["Piece", "score_partition", "score_shuffled", "score_units"]
+__all__ = ["Piece", "score_partition", "score_shuffled", "score_units", "unpack_shuffled"]
 
 
 @dataclass
@@ -55,23 +55,37 @@ def score_partition(reference: dict[str, np.ndarray] | list[dict[str, np.ndarray
                        arrivals, plan, options)
 
 
-def score_shuffled(frame: pd.DataFrame, plan: Any, options: Options) -> Partial:
-    """Score one output partition of the shuffle exchange: picks and arrivals arrive together."""
-    stream = frame["stream"].to_numpy()
+def score_shuffled(frame: pd.DataFrame, plan: Any, codes: Any, options: Options, part: int) -> Partial:
+    """Score output partition ``part`` of the shuffle exchange (:func:`unpack_shuffled`, then :func:`score_units`)."""
+    picks, arrivals = unpack_shuffled(frame, plan, codes, part)
+    return score_units(picks, arrivals, plan, options)
+
+
+def unpack_shuffled(frame: pd.DataFrame, plan: Any, codes: Any,
+                    part: int) -> tuple[list[np.ndarray], tuple[np.ndarray | None, ...]]:
+    """Output partition ``part`` of the shuffle exchange as :func:`score_units` takes it: (picks, arrivals).
+
+    Picks and arrivals arrive together, each row's (work unit, stream) as one code (``codes``:
+    :class:`pickscale.engine.exchange.Codes`), its time as the frame's index.  Raises RuntimeError if a row
+    arrived at another partition than its unit's: keyed codes are placed by Dask's hash partitioning
+    (:func:`pickscale.engine.exchange.codes_for`), and a unit is scored whole or not at all.
+    """
+    unit, stream = codes.decode(frame["code"].to_numpy())
+    if codes.keyed and unit.size and bool((plan.unit_part[unit] != part).any()):
+        raise RuntimeError(f"internal error: the shuffle sent rows to work partition {part} that the plan puts "
+                           "elsewhere (has Dask's hash partitioning changed?)")
     pick = stream >= 0
-    unit = frame["unit"].to_numpy(np.int64)
-    arrivals: tuple[np.ndarray | None, ...] = (unit[~pick], (-1 - stream[~pick]).astype(np.int8),
-                                               frame["time"].to_numpy(np.int64)[~pick])
+    time_ns = frame.index.to_numpy(np.int64)
+    arrivals: tuple[np.ndarray | None, ...] = (unit[~pick], (-1 - stream[~pick]).astype(np.int8), time_ns[~pick])
     # SPEC §14's group of arrivals and §19's event ride in their own columns, there only when the run has them
     # (exchange.optional_columns); an arrival's conf is 0.
     for name, dtype in (("arrival_group", np.int32), ("event", np.int64)):
         arrivals += (frame[name].to_numpy()[~pick].astype(dtype) if name in frame else None,)
     rows = np.flatnonzero(pick)
     order = rows[np.argsort(unit[rows], kind="stable")]
-    picks = _sorted_picks(order, unit, lambda: stream, lambda: frame["time"].to_numpy(np.int64),
+    picks = _sorted_picks(order, unit, lambda: stream, lambda: time_ns,
                           lambda: frame["conf"].to_numpy().astype(np.float64, copy=False))
-    del order, rows
-    return score_units(picks, arrivals, plan, options)
+    return picks, arrivals
 
 
 def _sorted_picks(order: np.ndarray, unit: np.ndarray, *columns: Any) -> list[np.ndarray]:

@@ -316,8 +316,9 @@ def execute(run: Run) -> Executed:
     else:
         optional = exchange.optional_columns(options, groups=options.group_labels is not None, events=run.events)
         partials = exchange.shuffle(pick_parts, buckets, plan, shared_plan, options,
-                                    conf_dtype=_conf_dtype(run.outlines), distributed=client is not None, cover=keep,
-                                    optional=optional)
+                                    conf_dtype=_conf_dtype(run.outlines), client=client, cover=keep,
+                                    optional=optional, sizes=_part_sizes(run.outlines, len(pick_parts)),
+                                    n_workers=n_workers(client))
     del pick_parts  # (the graphs of `partials` hold what they need of them)
     tops = reduce_stage(partials, combine_partials, client, label="scoring partitions", progress=run.progress)
     # The arrivals' codes are held until the partitions are scored: a bucket's codes released while a scoring
@@ -381,6 +382,14 @@ def _combine_outlines(outlines: list[PickPart]) -> tuple[pd.DataFrame, dict[str,
         for d, n in o.below_floor.items():
             below[d] = below.get(d, 0) + n
     return summary, below, Normalised.combine([o.report for o in outlines])
+
+
+def _part_sizes(outlines: list[Any], n_parts: int) -> np.ndarray | None:
+    """Each read part's picks, in order (from the outline tree), or None."""
+    if not outlines or any(getattr(o, "sizes", None) is None for o in outlines):
+        return None
+    sizes = np.concatenate([o.sizes for o in outlines])
+    return sizes if sizes.size == n_parts else None
 
 
 def _conf_dtype(outlines: list[Any]) -> Any:

@@ -1,8 +1,8 @@
 """Issue 24, item 4: the shuffle exchange's frame names the model × phase stream and the arrival group apart.
 
-The default frame is ``EXCHANGE_COLUMNS`` alone (its bytes per pick unchanged); with groups of arrivals
-(SPEC §14) an ``arrival_group`` column joins it, carrying each arrival's group code (-1 for a pick), and an
-arrival's ``conf`` is always 0.  Real inputs, through ``prepare`` and the exchange's own functions.
+The default frame is ``EXCHANGE_COLUMNS`` alone on its time index (its bytes per pick unchanged); with groups of
+arrivals (SPEC §14) an ``arrival_group`` column joins it, carrying each arrival's group code (-1 for a pick), and
+an arrival's ``conf`` is always 0.  Real inputs, through ``prepare`` and the exchange's own functions.
 """
 
 from __future__ import annotations
@@ -38,22 +38,28 @@ def _frame(ref: pd.DataFrame, picks: pd.DataFrame, **keywords) -> tuple[pd.DataF
                                     conf_dtype=_conf_dtype(run.outlines), optional=optional)
     computed = frame.compute()
     assert computed.dtypes.equals(frame.dtypes)  # every partition as declared (from_delayed does not verify)
+    assert computed.index.dtype == frame.index.dtype == np.int64 and computed.index.name == "time"
     return computed, frame.dtypes, run
 
 
+def _streams(frame: pd.DataFrame, run: Any) -> np.ndarray:
+    """Each row's stream (a pick's model * 2 + phase, an arrival's -1 - phase), decoded."""
+    return exchange.codes_for(run.plan).decode(frame["code"].to_numpy())[1]
+
+
 def _row_bytes(dtypes: pd.Series) -> int:
-    return int(sum(dtype.itemsize for dtype in dtypes))
+    return int(sum(dtype.itemsize for dtype in dtypes)) + 8  # (and the int64 time index)
 
 
 def test_the_default_frame_has_no_arrival_group_column(inputs):
     ref, picks = inputs
-    frame, dtypes, _ = _frame(ref, picks)
+    frame, dtypes, run = _frame(ref, picks)
     assert tuple(frame.columns) == exchange.EXCHANGE_COLUMNS
     assert "arrival_group" not in frame and "group" not in frame
-    # label int32, unit int32, stream int8 (3 models), time int64, conf (full-precision: float64)
-    assert [str(d) for d in dtypes] == ["int32", "int32", "int8", "int64", "float64"]
-    assert _row_bytes(dtypes) == 25
-    arrivals = frame[frame["stream"] < 0]
+    # code int8 (a small plan: its largest code is below 128), conf (full-precision: float64), the int64 time index
+    assert [str(d) for d in dtypes] == ["int8", "float64"]
+    assert _row_bytes(dtypes) == 17
+    arrivals = frame[_streams(frame, run) < 0]
     assert len(arrivals) and (arrivals["conf"] == 0).all()
 
 
@@ -64,13 +70,14 @@ def test_with_groups_the_column_carries_each_arrivals_code_and_its_conf_is_zero(
     assert tuple(frame.columns) == (*exchange.EXCHANGE_COLUMNS, "arrival_group")
     assert dtypes["arrival_group"] == np.int8 and dtypes.drop("arrival_group").equals(plain_dtypes)
     assert _row_bytes(dtypes) == _row_bytes(plain_dtypes) + 1
-    is_arrival = frame["stream"].to_numpy() < 0
+    is_arrival = _streams(frame, run) < 0
     arrivals, picked = frame[is_arrival], frame[~is_arrival]
     assert (arrivals["conf"] == 0).all()
     assert (picked["arrival_group"] == -1).all()  # a pick has no group of arrivals
     # Every pick row is what the default run moves, column for column.
-    pd.testing.assert_frame_equal(picked[list(exchange.EXCHANGE_COLUMNS)].reset_index(drop=True),
-                                  plain[plain["stream"] >= 0].reset_index(drop=True), check_exact=True)
+    plain_run = _frame(ref, picks)[2]
+    pd.testing.assert_frame_equal(picked[list(exchange.EXCHANGE_COLUMNS)],
+                                  plain[_streams(plain, plain_run) >= 0], check_exact=True)
 
     # Each arrival's code is the group of its magnitude, found here from the reference itself.
     labels = list(run.options.group_labels)
@@ -78,8 +85,8 @@ def test_with_groups_the_column_carries_each_arrivals_code_and_its_conf_is_zero(
     codes, own = group_codes(parse_group_by(GROUP_BY), ref["magnitude"].tolist())
     want = Counter(zip(pd.to_datetime(ref["time"]).map(lambda t: t.value), ref["phase"],
                        [own[c] for c in codes]))
-    phase = np.where(arrivals["stream"].to_numpy() == -1, "P", "S")
-    got = Counter(zip(arrivals["time"].tolist(), phase.tolist(),
+    phase = np.where(_streams(arrivals, run) == -1, "P", "S")
+    got = Counter(zip(arrivals.index.tolist(), phase.tolist(),
                       [labels[c] for c in arrivals["arrival_group"].tolist()]))
     assert got == want and sum(got.values()) == len(ref)
     assert set(arrivals["arrival_group"].tolist()) == set(range(len(labels)))
