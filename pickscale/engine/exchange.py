@@ -32,6 +32,7 @@ have their own columns, there only when the run has them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,7 +105,7 @@ def split_part(part: PickPart, plan: Any, cover: Any = None) -> tuple[Piece, ...
 
 
 #: Columns of the frame the shuffle exchange moves: picks and arrivals together, each row's (unit, stream) as one
-#: ``code`` (:class:`Codes`), an arrival's conf 0.
+#: ``code`` (:class:`Codes`), an arrival's conf 0 (or its event: :func:`carried`).
 EXCHANGE_COLUMNS = ("code", "conf")
 #: The frame's index: each row's time (int64 ns).
 EXCHANGE_INDEX = "time"
@@ -146,6 +147,7 @@ class Codes:
     code_of_slot: np.ndarray | None = None  # keyed: each slot's code (-1: a slot no row can have)
     slot_of_code: np.ndarray | None = None  # keyed: each code's slot (-1: not a code)
     labels: np.ndarray | None = None  # not keyed: each work partition's shuffle key (int32)
+    events_in_conf: bool = False  # an arrival's event (SPEC §19) rides in its conf (:func:`carried`)
 
     @property
     def keyed(self) -> bool:
@@ -279,6 +281,29 @@ def optional_columns(options: Any, *, groups: bool = False, events: Any = None) 
     return columns
 
 
+def carried(codes: Codes, optional: dict[str, Any] | None, conf_dtype: Any) -> tuple[Codes, dict[str, Any]]:
+    """(``codes``, ``optional``) with each arrival's event carried in its ``conf`` when the confidences' dtype
+    holds every event code exactly (int16 codes, or float64 confidences): an arrival has no confidence (its
+    conf is 0 otherwise), and a pick no event, so the frame needs no ``event`` column -- 2 bytes a pick
+    (:func:`pickscale.engine.scoring.unpack_shuffled` reads it back, :attr:`Codes.events_in_conf`).
+
+    Examples
+    --------
+    >>> codes = Codes(width=4, dtype=np.dtype(np.int16))
+    >>> codes, optional = carried(codes, {"event": np.dtype(np.int16)}, np.float32)
+    >>> codes.events_in_conf, optional
+    (True, {})
+    >>> carried(Codes(width=4, dtype=np.dtype(np.int16)), {"event": np.dtype(np.int32)}, np.float32)[1]
+    {'event': dtype('int32')}
+    """
+    optional = dict(optional or {})
+    event = optional.get("event")
+    if event is None or not (np.dtype(event).itemsize <= 2 or np.dtype(conf_dtype) == np.float64):
+        return codes, optional  # (int32 codes in float32 confidences: not all exact, a column of their own)
+    del optional["event"]
+    return dataclasses.replace(codes, events_in_conf=True), optional
+
+
 def exchange_meta(conf_dtype: Any, codes: Codes, optional: dict[str, Any] | None = None) -> pd.DataFrame:
     """The empty frame with the exchange's columns, index and dtypes (Dask's ``meta``); ``optional``: the
     :data:`OPTIONAL_COLUMNS` present and their dtypes (:func:`optional_columns`), none by default."""
@@ -317,15 +342,18 @@ def encode_for_plan(part: PickPart, plan: Any, codes: Codes, conf_dtype: Any, co
 def arrivals_frame(ref_codes: pd.DataFrame, plan: Any, codes: Codes, conf_dtype: Any,
                    optional: dict[str, Any] | None = None) -> pd.DataFrame:
     # (one bucket's arrivals, on the worker that holds them: pickscale.engine.encoding.encode_bucket)
-    """Scored arrivals as rows of the exchange frame: stream ``-1 - phase``, conf 0 (an arrival has none).
+    """Scored arrivals as rows of the exchange frame: stream ``-1 - phase``, conf 0 (an arrival has none; its
+    event, with ``codes.events_in_conf``: :func:`carried`).
 
     ``optional`` (:func:`optional_columns`): each arrival's code in those columns, in their dtypes: its group
     of arrivals (SPEC §14: ``ref_codes["arrival_group"]``) and its event (SPEC §19: ``ref_codes["event"]``).
     """
     unit = ref_codes["unit"].to_numpy(np.int64)
     stream = -1 - ref_codes["phase"].to_numpy(np.int64)
+    conf = (ref_codes["event"].to_numpy().astype(conf_dtype) if codes.events_in_conf
+            else np.zeros(len(ref_codes), conf_dtype))
     return _frame(codes, None if codes.keyed else ref_codes["part"].to_numpy(np.int64), unit,
-                  ref_codes["time"].to_numpy(np.int64), np.zeros(len(ref_codes), conf_dtype),
+                  ref_codes["time"].to_numpy(np.int64), conf,
                   {name: ref_codes[name].to_numpy().astype(dtype) for name, dtype in (optional or {}).items()},
                   code=codes.encode(unit, stream))
 
@@ -439,7 +467,8 @@ def exchange_frame(pick_parts: list[Any], ref_codes: list[Any], plan: Any, share
     """
     import dask.dataframe as dd
 
-    codes = codes_for(plan) if codes is None else codes
+    if codes is None:
+        codes, optional = carried(codes_for(plan), optional, conf_dtype)
     # SPEC §14's arrival_group and §19's event join the frame (picks: -1) only when the run has them, each as
     # narrow as its codes allow: by default the frame is EXCHANGE_COLUMNS alone.
     meta = exchange_meta(conf_dtype, codes, optional)
@@ -478,7 +507,7 @@ def shuffle(pick_parts: list[Any], ref_codes: list[Any], plan: Any, shared_plan:
     ``sizes``: each read part's picks (:attr:`pickscale.engine.parts.PickPart.sizes`), so that small consecutive
     parts are encoded together (:func:`part_groups`, for ``n_workers``).
     """
-    codes = codes_for(plan)
+    codes, optional = carried(codes_for(plan), optional, conf_dtype)
     if client is not None:
         from distributed import futures_of  # lazy: a cluster's module, on a cluster only
 

@@ -80,7 +80,10 @@ def unpack_shuffled(frame: pd.DataFrame, plan: Any, codes: Any,
     # SPEC §14's group of arrivals and §19's event ride in their own columns, there only when the run has them
     # (exchange.optional_columns); an arrival's conf is 0.
     for name, dtype in (("arrival_group", np.int32), ("event", np.int64)):
-        arrivals += (frame[name].to_numpy()[~pick].astype(dtype) if name in frame else None,)
+        if name == "event" and codes.events_in_conf:  # (exchange.carried: exact in the conf's dtype)
+            arrivals += (frame["conf"].to_numpy()[~pick].astype(dtype),)
+        else:
+            arrivals += (frame[name].to_numpy()[~pick].astype(dtype) if name in frame else None,)
     rows = np.flatnonzero(pick)
     order = rows[np.argsort(unit[rows], kind="stable")]
     picks = _sorted_picks(order, unit, lambda: stream, lambda: time_ns,

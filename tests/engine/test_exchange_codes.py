@@ -125,6 +125,28 @@ def test_the_frame_costs_at_most_16_bytes_a_pick_with_float32_confidences():
     assert sum(d.itemsize for d in exchange.exchange_meta(np.float32, small).dtypes) + 8 == 14
 
 
+def test_events_ride_in_the_arrivals_conf_where_it_holds_them_exactly():
+    """SPEC §19's event of an arrival in its conf (an arrival has no confidence): no event column, 2 bytes a pick
+    fewer -- while the conf's dtype holds every code exactly (int16 codes; int32 ones in float64 confidences)."""
+    codes = exchange.codes_for(_plan([3] * 10_000, [i % 64 for i in range(10_000)]))
+    for events, conf, inside in ((np.int16, np.float32, True), (np.int16, np.float64, True),
+                                 (np.int32, np.float64, True), (np.int32, np.float32, False)):
+        got, columns = exchange.carried(codes, {"event": np.dtype(events)}, conf)
+        assert got.events_in_conf is inside and ("event" in columns) is not inside
+        meta = exchange.exchange_meta(conf, got, columns)
+        assert sum(d.itemsize for d in meta.dtypes) + 8 == (16 if conf == np.float32 else 20) + (0 if inside else 4)
+    # The largest int16 code and -1 (no event) come back exactly from float32.
+    plan = _plan([1, 1], [0, 1])
+    got, columns = exchange.carried(exchange.codes_for(plan), {"event": np.dtype(np.int16)}, np.float32)
+    bucket = pd.DataFrame({"part": [0, 0, 1], "unit": [0, 0, 1], "phase": np.array([0, 1, 0], np.int8),
+                           "time": [5, 6, 7], "event": np.array([32_766, -1, 0], np.int32)})
+    frame = exchange.arrivals_frame(bucket, plan, got, np.float32, columns)
+    assert "event" not in frame
+    moved = frame[plan.unit_part[np.array([0, 0, 1])] == 0]
+    _, arrivals = unpack_shuffled(moved, plan, got, 0)
+    assert arrivals[4].tolist() == [32_766, -1] and arrivals[4].dtype == np.int64
+
+
 def test_past_the_keyed_bounds_a_label_column_is_the_key(monkeypatch):
     """A plan with too many slots for codes of their own: the code is the slot, a label per partition the key."""
     plan = _plan([1, 2, 1], [1, 0, 1])
@@ -240,11 +262,12 @@ def _earlier_kernel_inputs(plan, parts, buckets, optional, p):
 @given(_exchanges())
 def test_encode_shuffle_unpack_gives_the_kernel_the_same_inputs(case):
     plan, parts, buckets, conf_dtype, optional, keyed, groups = case
-    codes = exchange.codes_for(plan, keyed=keyed)
-    shared = (plan, codes, conf_dtype, None, optional)
+    codes, columns = exchange.carried(exchange.codes_for(plan, keyed=keyed), optional, conf_dtype)
+    assert codes.events_in_conf == ("event" in optional) and "event" not in columns  # (int16 events here)
+    shared = (plan, codes, conf_dtype, None, columns)
     frames = [exchange._encoded("picks", *parts[a:b], *shared) for a, b in groups]
     frames += [exchange._encoded("arrivals", b, *shared) for b in buckets]
-    meta = exchange.exchange_meta(conf_dtype, codes, optional)
+    meta = exchange.exchange_meta(conf_dtype, codes, columns)
     for f in frames:
         assert f.dtypes.equals(meta.dtypes) and f.index.dtype == meta.index.dtype and f.index.name == "time"
     # The shuffle: each frame's rows to the partition Dask's hash gives their key, in input order.
