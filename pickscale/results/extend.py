@@ -251,7 +251,7 @@ _PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "
 
 def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mapping[str, list[str]],
                   datasets: list[str], models: list[str], stations: list[str], rows: int = BATCH_ROWS,
-                  check: Callable[[int, Mapping[str, np.ndarray]], None] | None = None,
+                  check: Callable[[int, Mapping[str, np.ndarray]], Mapping[str, np.ndarray] | None] | None = None,
                   put: Callable[[dict[str, np.ndarray]], Any] | None = None) -> dict[int, list[Any]]:
     """Each merged stream's pairs from both sides, ``rows`` pairs of a side at a time: ``{stream: [share, …]}``.
 
@@ -289,16 +289,17 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mappi
         n = ds.sizes.get("pair", 0)
         for lo in range(0, n, rows):
             batch = {k: np.asarray(ds[k].isel(pair=slice(lo, lo + rows)).values) for k in _PAIR_VARIABLES}
-            if side == 0 and check is not None:
-                check(lo, batch)
-            d, m = batch["pair_dataset"].astype(np.int64), batch["pair_model"].astype(np.int64)
+            # (the check's own int64 indices and nanoseconds of the batch, when it gives them: not made twice)
+            known = (check(lo, batch) if side == 0 and check is not None else None) or {}
+            d, m, p, s = (known[k] if k in known else batch[k].astype(np.int64) for k in _PAIR_VARIABLES[:4])
             keep = ~dropped[d, m]
-            stream = (d_of[d] * nm + m_of[m]) * 2 + batch["pair_phase"].astype(np.int64)
-            columns = {"station": s_of[batch["pair_station"].astype(np.int64)].astype(np.int32),
-                       "residual_ns": residual_ns_of(batch["residual"]),
+            stream = (d_of[d] * nm + m_of[m]) * 2 + p
+            columns = {"station": s_of[s].astype(np.int32),
+                       "residual_ns": (known["residual_ns"] if "residual_ns" in known
+                                       else residual_ns_of(batch["residual"])),
                        "conf": batch["pair_conf"].astype(np.float64),
                        "group": np.zeros(d.size, np.int32)}  # SPEC §14: stores with groups are not extended
-            del batch, d, m
+            del batch, known, d, m, p, s
             if not keep.all():
                 stream, columns = stream[keep], {k: v[keep] for k, v in columns.items()}
             if stream.size and (stream.min() < 0 or columns["station"].min() < 0):

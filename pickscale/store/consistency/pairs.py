@@ -18,7 +18,7 @@ Examples
 >>> ds = pickscale.score(ref, picks)
 >>> check = PairCheck(pathlib.Path("demo.zarr"), ds, stored_options(pathlib.Path("demo.zarr"), ds.attrs))
 >>> for lo in range(ds.sizes["pair"]):  # one pair a batch
-...     check.add(lo, {name: ds[name].values[lo:lo + 1] for name in check.names})
+...     _ = check.add(lo, {name: ds[name].values[lo:lo + 1] for name in check.names})
 >>> check.finish()  # nothing to refuse
 >>> check.add(2, {name: ds[name].values[:1] for name in check.names})  # the first pair again, after the last
 Traceback (most recent call last):
@@ -77,8 +77,11 @@ class PairCheck:
         _refuse(self.store, self.ds, name, bad, what + (f" (among pairs {lo}–{hi - 1})" if where else ""),
                 dims=("pair",), offsets=where)
 
-    def add(self, lo: int, batch: Mapping[str, np.ndarray]) -> None:
-        """Check the pairs ``lo, lo + 1, …`` (``batch[name]``: those rows of each of :attr:`names`)."""
+    def add(self, lo: int, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Check the pairs ``lo, lo + 1, …`` (``batch[name]``: those rows of each of :attr:`names`); returns what
+        the checks computed of them, for a caller that cuts the same batch: the four indices as int64 and the
+        residuals in integer nanoseconds (``residual_ns``, as :func:`pickscale.results.variables.residual_ns`
+        gives them)."""
         if lo != self._seen:
             raise RuntimeError(f"internal error: pairs checked from {lo}, after {self._seen}")
         options = self.options
@@ -87,8 +90,9 @@ class PairCheck:
         p = np.asarray(batch["pair_phase"]).astype(np.int64)
         s = np.asarray(batch["pair_station"]).astype(np.int64)
         self._seen += d.size
+        derived = {"pair_dataset": d, "pair_model": m, "pair_phase": p, "pair_station": s}
         if not d.size:
-            return
+            return {**derived, "residual_ns": np.zeros(0, np.int64)}
         bounds = {"pair_dataset": (d, self.nd), "pair_model": (m, self.nm), "pair_phase": (p, 2),
                   "pair_station": (s, self.ns)}
         group = np.asarray(batch["pair_group"]) if self.grouped else None
@@ -108,8 +112,10 @@ class PairCheck:
         self._refuse("residual", ~(np.abs(ns_) <= options.residual_tol_ns),
                      f"must be a finite residual within residual_tol = {options.residual_tol!r} s", lo)
         # The canonical order (results/assembly.py): (dataset, model, phase, station, residual, conf, group),
-        # each batch's first pair compared with the last of the batch before.
-        columns = [d, m, p, s, residual, conf, *([group] if group is not None else [])]
+        # each batch's first pair compared with the last of the batch before.  The four indices, in range (refused
+        # above otherwise), ordered as one number: their cell.
+        cell = ((d * self.nm + m) * 2 + p) * self.ns + s
+        columns = [cell, residual, conf, *([group] if group is not None else [])]
         with_last = [np.r_[last, c] for last, c in zip(self._last, columns)] if self._last is not None else columns
         if with_last[0].size > 1:
             undecided = np.ones(with_last[0].size - 1, dtype=bool)
@@ -126,8 +132,8 @@ class PairCheck:
         self._last = [c[-1:] for c in columns]
         # The thresholds each pair survives, counted per (dataset, model, phase, station): checked in finish.
         survives = np.searchsorted(np.asarray(options.grid), conf, side="right")
-        cell = ((d * self.nm + m) * 2 + p) * self.ns + s
         self._hist += np.bincount(cell * (self.nt + 1) + survives, minlength=self._hist.size)
+        return {**derived, "residual_ns": ns_.astype(np.int64)}  # (finite: refused above otherwise)
 
     def finish(self) -> None:
         """Each pair is one emitted pick and one arrival: never more pairs at a threshold than either, per
