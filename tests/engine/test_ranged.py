@@ -96,9 +96,9 @@ def test_a_run_with_every_stream_in_ranges_is_the_same(inputs, client, monkeypat
     with client.as_current():
         whole = pickscale.score(ref, picks, client=client)
         a = pickscale.save(whole, tmp_path / "whole.zarr")
-        monkeypatch.setattr(ranged, "RANGE_ROWS", 20)  # every stream of more than 20 pairs: ranges of stations
+        monkeypatch.setattr(ranged, "RANGE_ROWS", 40)  # every stream of more than 40 pairs: ranges of stations
         real, seen = ranged.cut_points, []
-        monkeypatch.setattr(ranged, "cut_points", lambda counts: seen.append(real(counts, 20)) or seen[-1])
+        monkeypatch.setattr(ranged, "cut_points", lambda counts: seen.append(real(counts, 40)) or seen[-1])
         cut = pickscale.score(ref, picks, client=client)
         assert seen and max(len(c) for c in seen) > 1  # (streams in several ranges, several stations each)
         b = pickscale.save(cut, tmp_path / "cut.zarr")
