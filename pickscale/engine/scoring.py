@@ -66,9 +66,9 @@ def unpack_shuffled(frame: pd.DataFrame, plan: Any, codes: Any,
     """Output partition ``part`` of the shuffle exchange as :func:`score_units` takes it: (picks, arrivals).
 
     Picks and arrivals arrive together, each row's (work unit, stream) as one code (``codes``:
-    :class:`pickscale.engine.exchange.Codes`), its time as the frame's index.  Raises RuntimeError if a row
+    :class:`pickscale.engine.shuffle_codes.Codes`), its time as the frame's index.  Raises RuntimeError if a row
     arrived at another partition than its unit's: keyed codes are placed by Dask's hash partitioning
-    (:func:`pickscale.engine.exchange.codes_for`), and a unit is scored whole or not at all.
+    (:func:`pickscale.engine.shuffle_codes.codes_for`), and a unit is scored whole or not at all.
     """
     unit, stream = codes.decode(frame["code"].to_numpy())
     if codes.keyed and unit.size and bool((plan.unit_part[unit] != part).any()):
@@ -80,7 +80,7 @@ def unpack_shuffled(frame: pd.DataFrame, plan: Any, codes: Any,
     # SPEC §14's group of arrivals and §19's event ride in their own columns, there only when the run has them
     # (exchange.optional_columns); an arrival's conf is 0.
     for name, dtype in (("arrival_group", np.int32), ("event", np.int64)):
-        if name == "event" and codes.events_in_conf:  # (exchange.carried: exact in the conf's dtype)
+        if name == "event" and codes.events_in_conf:  # (shuffle_codes.carried: exact in the conf's dtype)
             arrivals += (frame["conf"].to_numpy()[~pick].astype(dtype),)
         else:
             arrivals += (frame[name].to_numpy()[~pick].astype(dtype) if name in frame else None,)

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import pickscale
-from pickscale.engine import exchange
+from pickscale.engine import shuffle_codes
 from tests.helpers.catalogues import trap_catalogue
 from tests.helpers.checks import (
     TABLE_NAMES,
@@ -148,9 +148,9 @@ def test_both_exchanges_give_identical_results(inputs, baseline, block_picks):
 
 @pytest.mark.slow
 def test_the_shuffle_with_labels_gives_identical_results(inputs, baseline, monkeypatch):
-    """Past the keyed codes' bounds the shuffle moves rows by a label per partition (exchange.codes_for): the same
+    """Past the keyed codes' bounds the shuffle moves rows by a label per partition (shuffle_codes.codes_for): the same
     numbers bit for bit."""
-    monkeypatch.setattr(exchange, "KEYED_SLOTS", 0)
+    monkeypatch.setattr(shuffle_codes, "KEYED_SLOTS", 0)
     ref_path, picks_path = inputs
     same_as_baseline(pickscale.score(str(ref_path), str(picks_path), exchange_method="shuffle", block_picks=40),
                      baseline)

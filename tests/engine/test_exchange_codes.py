@@ -1,7 +1,7 @@
 """Issue 27: the shuffle exchange's codes — one integer per (work unit, stream) that is also the shuffle key.
 
 Each slot's code is a number Dask's own hash partitioning sends to its unit's work partition
-(``exchange.codes_for``), so the frame needs no ``label`` column and no separate ``unit`` and ``stream``: a pick
+(``shuffle_codes.codes_for``), so the frame needs no ``label`` column and no separate ``unit`` and ``stream``: a pick
 is ``code, conf`` on a time index (16 bytes with float32 confidences).  Checked here: a hand-worked plan, Dask's
 real shuffle placing every row where the plan puts its unit, the codes the same whatever the hash seed, and —
 for any plan, rows, conf dtype and optional columns, keyed or not — encode → regrouping as the shuffle does →
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pickscale.engine import exchange
+from pickscale.engine import exchange, shuffle_codes
 from pickscale.engine.parts import PickPart
 from pickscale.engine.scoring import unpack_shuffled
 from pickscale.engine.units import UnitPlan
@@ -57,9 +57,9 @@ def test_a_hand_worked_plan():
     own (0, 1, 4, 5, 6, 8, 9, 10) for A's slots then C's.
     """
     plan = _plan([1, 2, 1], [1, 0, 1])
-    codes = exchange.codes_for(plan)
+    codes = shuffle_codes.codes_for(plan)
     assert codes.keyed and codes.key == "code" and codes.width == 6
-    assert exchange._partitions_of(np.arange(21), 2).tolist() == [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1,
+    assert shuffle_codes.partitions_of(np.arange(21), 2).tolist() == [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1,
                                                                    1, 1, 1, 0]
     assert codes.code_of_slot.tolist() == [0, 1, 4, 5, -1, -1, 2, 3, 7, 12, 13, 20, 6, 8, 9, 10, -1, -1]
     assert codes.dtype == np.int8  # (the largest code is 20)
@@ -78,7 +78,7 @@ def test_the_hand_worked_plan_through_dasks_own_shuffle():
     import dask.dataframe as dd
 
     plan = _plan([1, 2, 1], [1, 0, 1])
-    codes = exchange.codes_for(plan)
+    codes = shuffle_codes.codes_for(plan)
     unit = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2])
     stream = np.array([-2, -1, 0, 1, -2, -1, 0, 1, 2, 3, -2, -1, 0, 1])
     frame = exchange._frame(codes, None, unit, np.arange(unit.size, dtype=np.int64) * 10**9,
@@ -97,7 +97,7 @@ def test_the_hand_worked_plan_through_dasks_own_shuffle():
 def test_a_row_at_the_wrong_partition_is_an_error():
     """Scoring checks where the rows arrived (a unit is scored whole or not at all)."""
     plan = _plan([1, 2, 1], [1, 0, 1])
-    codes = exchange.codes_for(plan)
+    codes = shuffle_codes.codes_for(plan)
     frame = exchange._frame(codes, None, np.array([1]), np.array([5], np.int64), np.array([0.5], np.float32), {},
                             code=codes.encode(np.array([1]), np.array([0])))
     unpack_shuffled(frame, plan, codes, 0)
@@ -111,7 +111,7 @@ def test_the_frame_costs_at_most_16_bytes_a_pick_with_float32_confidences():
     """code (int8/16/32) + conf (float32) + time (the int64 index) — was 21 (label, unit, stream, time, conf) — and
     a plan large enough for int32 codes (10,000 stations × 3 models in 64 partitions) stays at 16."""
     plan = _plan([3] * 10_000, [i % 64 for i in range(10_000)])
-    codes = exchange.codes_for(plan)
+    codes = shuffle_codes.codes_for(plan)
     assert codes.keyed and codes.dtype == np.int32
     meta = exchange.exchange_meta(np.float32, codes)
     assert tuple(meta.columns) == exchange.EXCHANGE_COLUMNS == ("code", "conf")
@@ -120,7 +120,7 @@ def test_the_frame_costs_at_most_16_bytes_a_pick_with_float32_confidences():
     assert row == 16
     assert exchange.exchange_meta(np.float64, codes).dtypes["conf"] == np.float64  # exact: 20 bytes
     # Small plans take narrower codes.
-    small = exchange.codes_for(_plan([3] * 100, [i % 4 for i in range(100)]))
+    small = shuffle_codes.codes_for(_plan([3] * 100, [i % 4 for i in range(100)]))
     assert small.dtype == np.int16
     assert sum(d.itemsize for d in exchange.exchange_meta(np.float32, small).dtypes) + 8 == 14
 
@@ -128,16 +128,16 @@ def test_the_frame_costs_at_most_16_bytes_a_pick_with_float32_confidences():
 def test_events_ride_in_the_arrivals_conf_where_it_holds_them_exactly():
     """SPEC §19's event of an arrival in its conf (an arrival has no confidence): no event column, 2 bytes a pick
     fewer -- while the conf's dtype holds every code exactly (int16 codes; int32 ones in float64 confidences)."""
-    codes = exchange.codes_for(_plan([3] * 10_000, [i % 64 for i in range(10_000)]))
+    codes = shuffle_codes.codes_for(_plan([3] * 10_000, [i % 64 for i in range(10_000)]))
     for events, conf, inside in ((np.int16, np.float32, True), (np.int16, np.float64, True),
                                  (np.int32, np.float64, True), (np.int32, np.float32, False)):
-        got, columns = exchange.carried(codes, {"event": np.dtype(events)}, conf)
+        got, columns = shuffle_codes.carried(codes, {"event": np.dtype(events)}, conf)
         assert got.events_in_conf is inside and ("event" in columns) is not inside
         meta = exchange.exchange_meta(conf, got, columns)
         assert sum(d.itemsize for d in meta.dtypes) + 8 == (16 if conf == np.float32 else 20) + (0 if inside else 4)
     # The largest int16 code and -1 (no event) come back exactly from float32.
     plan = _plan([1, 1], [0, 1])
-    got, columns = exchange.carried(exchange.codes_for(plan), {"event": np.dtype(np.int16)}, np.float32)
+    got, columns = shuffle_codes.carried(shuffle_codes.codes_for(plan), {"event": np.dtype(np.int16)}, np.float32)
     bucket = pd.DataFrame({"part": [0, 0, 1], "unit": [0, 0, 1], "phase": np.array([0, 1, 0], np.int8),
                            "time": [5, 6, 7], "event": np.array([32_766, -1, 0], np.int32)})
     frame = exchange.arrivals_frame(bucket, plan, got, np.float32, columns)
@@ -150,10 +150,10 @@ def test_events_ride_in_the_arrivals_conf_where_it_holds_them_exactly():
 def test_past_the_keyed_bounds_a_label_column_is_the_key(monkeypatch):
     """A plan with too many slots for codes of their own: the code is the slot, a label per partition the key."""
     plan = _plan([1, 2, 1], [1, 0, 1])
-    monkeypatch.setattr(exchange, "KEYED_SLOTS", 10)
-    codes = exchange.codes_for(plan)
+    monkeypatch.setattr(shuffle_codes, "KEYED_SLOTS", 10)
+    codes = shuffle_codes.codes_for(plan)
     assert not codes.keyed and codes.key == "label" and codes.dtype == np.int16
-    assert codes.labels.tolist() == exchange.labels_for(2).tolist()
+    assert codes.labels.tolist() == shuffle_codes.labels_for(2).tolist()
     assert codes.encode(np.array([1, 2]), np.array([2, -2])).tolist() == [10, 12]  # the slots themselves
     meta = exchange.exchange_meta(np.float32, codes)
     assert tuple(meta.columns) == ("label", "code", "conf")
@@ -162,19 +162,19 @@ def test_past_the_keyed_bounds_a_label_column_is_the_key(monkeypatch):
 def test_codes_grown_too_sparse_fall_back_to_labels(monkeypatch):
     """A partition with many slots among many partitions pushes its codes far out (about slots × partitions):
     past ``_CODES_PER_SLOT`` codes per slot (and the floor) the layout with labels is used."""
-    monkeypatch.setattr(exchange, "_KEYED_FLOOR", 0)
+    monkeypatch.setattr(shuffle_codes, "_KEYED_FLOOR", 0)
     crowded = _plan([1] * 40 + [1] * 99, [0] * 40 + list(range(1, 100)))  # 160 slots in partition 0 of 100
-    assert not exchange.codes_for(crowded).keyed
+    assert not shuffle_codes.codes_for(crowded).keyed
     even = _plan([1] * 200, [i % 100 for i in range(200)])
-    assert exchange.codes_for(even).keyed
+    assert shuffle_codes.codes_for(even).keyed
 
 
 _CODES_SCRIPT = """
 import hashlib, numpy as np, pandas as pd, sys
 sys.path.insert(0, {root!r})
 from tests.engine.test_exchange_codes import _plan
-from pickscale.engine import exchange
-c = exchange.codes_for(_plan([3, 1, 2] * 300, [(7 * i) % 37 for i in range(900)]))
+from pickscale.engine import exchange, shuffle_codes
+c = shuffle_codes.codes_for(_plan([3, 1, 2] * 300, [(7 * i) % 37 for i in range(900)]))
 print(hashlib.sha256(c.code_of_slot.tobytes() + c.slot_of_code.tobytes()).hexdigest())
 """
 
@@ -188,7 +188,7 @@ def test_the_codes_are_the_same_whatever_the_hash_seed():
         out = subprocess.run([sys.executable, "-c", _CODES_SCRIPT.format(root=str(ROOT))], env=env,
                              capture_output=True, text=True, check=True)
         digests.add(out.stdout.strip())
-    here = exchange.codes_for(_plan([3, 1, 2] * 300, [(7 * i) % 37 for i in range(900)]))
+    here = shuffle_codes.codes_for(_plan([3, 1, 2] * 300, [(7 * i) % 37 for i in range(900)]))
     digests.add(hashlib.sha256(here.code_of_slot.tobytes() + here.slot_of_code.tobytes()).hexdigest())
     assert len(digests) == 1
 
@@ -262,7 +262,7 @@ def _earlier_kernel_inputs(plan, parts, buckets, optional, p):
 @given(_exchanges())
 def test_encode_shuffle_unpack_gives_the_kernel_the_same_inputs(case):
     plan, parts, buckets, conf_dtype, optional, keyed, groups = case
-    codes, columns = exchange.carried(exchange.codes_for(plan, keyed=keyed), optional, conf_dtype)
+    codes, columns = shuffle_codes.carried(shuffle_codes.codes_for(plan, keyed=keyed), optional, conf_dtype)
     assert codes.events_in_conf == ("event" in optional) and "event" not in columns  # (int16 events here)
     shared = (plan, codes, conf_dtype, None, columns)
     frames = [exchange._encoded("picks", *parts[a:b], *shared) for a, b in groups]
@@ -271,7 +271,7 @@ def test_encode_shuffle_unpack_gives_the_kernel_the_same_inputs(case):
     for f in frames:
         assert f.dtypes.equals(meta.dtypes) and f.index.dtype == meta.index.dtype and f.index.name == "time"
     # The shuffle: each frame's rows to the partition Dask's hash gives their key, in input order.
-    sent = [exchange._partitions_of(f[codes.key].to_numpy(), plan.n_parts) for f in frames]
+    sent = [shuffle_codes.partitions_of(f[codes.key].to_numpy(), plan.n_parts) for f in frames]
     for p in range(plan.n_parts):
         moved = pd.concat([f[s == p] for f, s in zip(frames, sent)])
         picks, arrivals = unpack_shuffled(moved, plan, codes, p)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pickscale.engine import exchange
+from pickscale.engine import exchange, shuffle_codes
 from pickscale.engine.run import run_keywords
 from pickscale.engine.stages import _conf_dtype, prepare
 from pickscale.options import Options
@@ -44,7 +44,7 @@ def _frame(ref: pd.DataFrame, picks: pd.DataFrame, **keywords) -> tuple[pd.DataF
 
 def _streams(frame: pd.DataFrame, run: Any) -> np.ndarray:
     """Each row's stream (a pick's model * 2 + phase, an arrival's -1 - phase), decoded."""
-    return exchange.codes_for(run.plan).decode(frame["code"].to_numpy())[1]
+    return shuffle_codes.codes_for(run.plan).decode(frame["code"].to_numpy())[1]
 
 
 def _row_bytes(dtypes: pd.Series) -> int:
