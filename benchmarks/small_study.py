@@ -15,7 +15,8 @@ there first, to be measured after it is changed):
   the store, the tables (computed, then written as CSV), the figures, and the time spent importing modules
   inside each stage; and each figure built and written alone (after the run: matplotlib and its fonts loaded).
 
-Every PNG and CSV of the runs is hashed; the codes' outputs must agree byte for byte.
+Every PNG and CSV of the runs is hashed; the codes' outputs must agree byte for byte.  Both codes are compiled
+to bytecode first (``compileall``, as an install does).
 
 Run: ``python benchmarks/small_study.py [--repeat 5] [--code /tmp/before] [--write]``.
 """
@@ -169,6 +170,8 @@ def _figures_alone(store: Path) -> dict[str, float]:
         fig = build._BUILDERS[name](ds)
         mid = time.perf_counter()
         with mpl.rc_context(build.STYLE):
+            if hasattr(build, "lay_out"):  # (what the command does, where the code measured has it)
+                build.lay_out(fig, dpi=150)
             fig.savefig(io.BytesIO(), format="png", dpi=150, metadata=build._metadata("png", name))
         out[f"figure {name}: build (warm)"] = mid - start
         out[f"figure {name}: draw and write PNG (warm)"] = time.perf_counter() - mid
@@ -215,6 +218,16 @@ def _load() -> str:
         return "?"
 
 
+def _compile(package: Path) -> None:
+    """Every module of ``package`` compiled to bytecode now, as ``pip install`` does: with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on some machines), a snapshot or an edited module would otherwise be
+    compiled from its source in every measured run, and the code compared would not be the only difference."""
+    import compileall
+
+    if not compileall.compile_dir(str(package), quiet=1):
+        raise SystemExit(f"could not compile {package}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
@@ -238,6 +251,8 @@ def main() -> None:
     codes: dict[str, Path | None] = {"this tree": None}
     if args.code is not None:
         codes = {"before": args.code, "after (this tree)": None}
+    for code in codes.values():
+        _compile((code or ROOT) / "pickscale")
     exe = sys.executable
     py_cli = [exe, "-c", "import sys; from pickscale.cli import main; sys.exit(main())"]
     floor = [exe, "-c", f"import pandas as pd; pd.read_csv({str(STUDY / 'reference.csv')!r}); "

@@ -7,6 +7,7 @@ and the installed ``pickscale`` console script in a subprocess for the real entr
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -141,6 +142,27 @@ def test_console_script_entry_point(cat, tmp_path):
     assert proc.returncode == 2
     assert "--picks" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_the_collector_is_paused_only_while_the_command_loads(tmp_path, capsys):
+    """main() called from Python leaves the garbage collector as it found it and freezes nothing (the caller's
+    garbage stays collectable); the console script's own process freezes what the command loaded."""
+    argv = ["report", str(tmp_path / "missing.zarr"), "--out", str(tmp_path / "tables")]
+    frozen = gc.get_freeze_count()
+    assert main(argv) == 2 and gc.isenabled() and gc.get_freeze_count() == frozen
+    gc.disable()
+    try:
+        assert main(argv) == 2 and not gc.isenabled()
+    finally:
+        gc.enable()
+    capsys.readouterr()
+    script = ("import gc, sys; from pickscale.cli import main; before = gc.get_freeze_count(); "
+              f"sys.argv = ['pickscale', *{argv!r}]; code = main(); "
+              "print(code, gc.isenabled(), before, gc.get_freeze_count())")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    code, enabled, before, after = proc.stdout.split()
+    assert (code, enabled, before) == ("2", "True", "0"), proc.stderr
+    assert int(after) > 100_000  # (pandas, Dask, zarr and xarray: a few hundred thousand objects)
 
 
 # --------------------------------------------------------------------------- fatal cases

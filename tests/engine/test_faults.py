@@ -441,10 +441,13 @@ def test_full_disk_while_writing_keeps_the_previous_store(small, run_a, cluster,
     real = Path.write_bytes
     written: list[Path] = []
 
+    counting = threading.Lock()  # (the store's files are written by several threads)
+
     def full_disk(path, data):
-        if len(written) == 20:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        written.append(path)
+        with counting:
+            if len(written) == 20:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            written.append(path)
         return real(path, data)
 
     # (a store this small is built in memory and then written file by file: publish._write_files)

@@ -293,6 +293,33 @@ def test_save_figures_writes_valid_pngs(demo, tmp_path):
         assert image.shape[:2] == (height, width)
 
 
+def _png_drawn_twice(ds, name: str, dpi: float) -> bytes:
+    """A figure's PNG as matplotlib's savefig makes it alone (the layout run by a first, silent draw)."""
+    import io
+
+    from pickscale.report.figures import build
+
+    data = io.BytesIO()
+    with matplotlib.rc_context(build.STYLE):
+        build._BUILDERS[name](ds).savefig(data, format="png", dpi=dpi, metadata=build._metadata("png", name))
+    return data.getvalue()
+
+
+@pytest.mark.parametrize("name", ["operating_curves", "stations"])
+def test_a_png_laid_out_once_is_the_png_savefig_draws_twice(demo, tmp_path, name):
+    """build.lay_out: the layout engine run alone, then one draw: the same bytes as savefig's two draws."""
+    (path,) = plot.save_figures(demo, tmp_path, names=[name], dpi=50)
+    assert path.read_bytes() == _png_drawn_twice(demo, name, 50)
+
+
+@pytest.mark.slow
+def test_every_png_laid_out_once_is_the_png_savefig_draws_twice(big, tmp_path):
+    paths = plot.save_figures(big, tmp_path, dpi=80)
+    assert len(paths) >= 6
+    for path in paths:
+        assert path.read_bytes() == _png_drawn_twice(big, path.stem, 80), path.name
+
+
 @pytest.mark.slow
 def test_save_figures_svg_and_bad_format(demo, tmp_path):
     paths = plot.save_figures(demo, tmp_path, format="svg", names=["timing"])

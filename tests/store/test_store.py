@@ -571,3 +571,40 @@ def test_a_ctrl_c_while_the_lock_is_being_taken_leaves_no_lock(tmp_path, monkeyp
     with locks.reserved(target):
         assert locks.lock_path(target).exists()
     assert not locks.lock_path(target).exists()
+
+
+def _files(folder: pathlib.Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_store_built_in_memory_is_written_as_zarr_writes_it_into_a_folder(tmp_path):
+    """publish._write_files (several threads, folders by depth): the same files, byte for byte, as Zarr's own
+    LocalStore makes of the same Dataset (scalars, 1-D to 4-D arrays, text)."""
+    clean = sanitise(make_results(n_pairs=7).assign(scalar=((), 3.5)))
+    files: dict = {}
+    clean.to_zarr(zarr.storage.MemoryStore(store_dict=files), mode="w", zarr_format=3, consolidated=False)
+    publish._write_files(tmp_path / "from_memory", files)
+    clean.to_zarr(tmp_path / "by_zarr", mode="w", zarr_format=3, consolidated=False)
+    written = _files(tmp_path / "from_memory")
+    assert written == _files(tmp_path / "by_zarr")
+    assert any(key.count("/") >= 5 for key in written)  # (a 4-D array's chunk, four folders below its own)
+
+
+def test_a_failed_file_write_stops_the_rest_and_is_raised(tmp_path, monkeypatch):
+    files: dict = {}
+    sanitise(make_results()).to_zarr(zarr.storage.MemoryStore(store_dict=files), mode="w", zarr_format=3,
+                                     consolidated=False)
+    real = pathlib.Path.write_bytes
+    tried: list[str] = []
+
+    def full_disk(path, data):
+        tried.append(path.name)
+        if path.name == "zarr.json" and path.parent.name == "matched":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, data)
+
+    monkeypatch.setattr(publish, "_WRITERS", 1)  # (one thread: what was not started yet is cancelled)
+    monkeypatch.setattr(pathlib.Path, "write_bytes", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        publish._write_files(tmp_path / "store", files)
+    assert len(tried) < len(files)
