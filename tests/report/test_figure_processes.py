@@ -123,3 +123,38 @@ def test_how_many_processes(demo, monkeypatch, tmp_path):
     assert processes.figure_processes(stored, names) == 1  # its pairs read when used: drawn here, none loaded
     monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
     assert processes.figure_processes(demo, names) == 1
+
+
+@pytest.mark.slow
+def test_a_stored_dataset_is_drawn_by_several_processes_the_same_bytes(demo, tmp_path, monkeypatch):
+    """A store's pairs, read lazily (a run on a cluster, `pickscale report`): the ones the residuals figure reads
+    whole are read once before the figures are drawn, the rest left out, and the figures drawn by several
+    processes -- the same bytes as one process drawing the Dataset in memory; the caller's Dataset stays lazy."""
+    from pickscale.engine.cluster import process_cpus
+
+    if process_cpus() < 2:
+        pytest.skip("one CPU: the figures are drawn by one process")
+    monkeypatch.setenv("PICKSCALE_FIGURE_PROCESSES", "1")
+    one = build.save_figures(demo, tmp_path / "one", dpi=40)
+    monkeypatch.delenv("PICKSCALE_FIGURE_PROCESSES")
+    stored = pickscale.open_results(pickscale.save(demo, tmp_path / "results.zarr"))
+    lazy = sorted(name for name, var in stored.variables.items() if not processes.in_memory(var))
+    assert "residual" in lazy and "pair_station" in lazy
+    counted = []
+    real = build.draw_all
+
+    def counting(*args, processes, **kwargs):
+        counted.append(processes)
+        return real(*args, processes=processes, **kwargs)
+
+    monkeypatch.setattr(build, "draw_all", counting)
+    several = build.save_figures(stored, tmp_path / "several", dpi=40)
+    assert counted == [min(process_cpus(), len(one), processes.MAX_PROCESSES)] and counted[0] > 1
+    assert [p.name for p in several] == [p.name for p in one]
+    assert _files(tmp_path / "several") == _files(tmp_path / "one")
+    assert sorted(name for name, var in stored.variables.items() if not processes.in_memory(var)) == lazy
+    drawn = build._as_drawn(stored, ["timing", "residuals"])
+    assert all(processes.in_memory(var) for var in drawn.variables.values())
+    assert set(build.PAIRS_READ["residuals"]) <= set(drawn.variables) and "pair_station" not in drawn
+    timing_only = build._as_drawn(stored, ["timing"])
+    assert not any("pair" in var.dims for var in timing_only.variables.values())

@@ -23,7 +23,7 @@ from .detection import operating_curves, recall_treatments
 from .events import event_detection, has_events
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
-from .processes import draw_all, figure_processes
+from .processes import in_memory, draw_all, figure_processes
 from .rates import has_rates, pick_rates
 from .station_recall import stations
 from .style import STYLE
@@ -166,9 +166,31 @@ def save_figures(
         if on_written is not None:
             on_written(paths[i])
 
+    ds = _as_drawn(ds, chosen)
     # Each figure drawn once, by one process; in several where it pays (figures/processes.py); written here.
     draw_all(render, chosen, processes=figure_processes(ds, chosen), write=write, meanwhile=meanwhile)
     return paths
+
+
+#: The residual pairs' variables each figure reads, every row of them (no other figure reads a pair variable).
+PAIRS_READ: dict[str, tuple[str, ...]] = {
+    "residuals": ("residual", "pair_conf", "pair_model", "pair_phase", "pair_dataset"),
+}
+
+
+def _as_drawn(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
+    """``ds`` as the figures ``names`` read it: when the only variables not in memory are residual pairs read
+    from a store (a run on a cluster, ``pickscale report``), those a figure reads whole (:data:`PAIRS_READ`) are
+    read here, once, and the others left out -- the figures read nothing more and hold no more memory than
+    drawn from ``ds`` itself, and a Dataset now wholly in memory can be drawn by several processes
+    (:func:`~pickscale.report.figures.processes.figure_processes`).  Otherwise ``ds`` as it is."""
+    lazy = [name for name, var in ds.variables.items() if not in_memory(var)]
+    if not lazy or any(ds[name].dims[:1] != ("pair",) for name in lazy):
+        return ds
+    read = {name for figure in names for name in PAIRS_READ.get(figure, ())}
+    # (compute(), not load(): the caller's Dataset keeps reading its pairs lazily)
+    return ds.drop_vars([name for name in lazy if name not in read]).assign(
+        {name: ds[name].compute() for name in lazy if name in read})
 
 
 def lay_out(fig: Figure, *, dpi: float) -> None:

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["figure_processes", "draw_all", "MAX_PROCESSES", "COSTS"]
+__all__ = ["figure_processes", "draw_all", "in_memory", "MAX_PROCESSES", "COSTS"]
 
 #: At most this many processes draw figures (two CPUs are the common case; more rarely pay for six figures).
 MAX_PROCESSES = 4
@@ -60,7 +60,7 @@ def figure_processes(ds: Any, names: Sequence[str]) -> int:
 
     if multiprocessing.current_process().daemon:
         return 1
-    if not all(_in_memory(var) for var in ds.variables.values()):
+    if not all(in_memory(var) for var in ds.variables.values()):
         return 1
     wanted = os.environ.get("PICKSCALE_FIGURE_PROCESSES", "").strip()
     if wanted:
@@ -74,7 +74,7 @@ def figure_processes(ds: Any, names: Sequence[str]) -> int:
     return max(1, min(process_cpus(), len(names), MAX_PROCESSES))
 
 
-def _in_memory(var: Any) -> bool:
+def in_memory(var: Any) -> bool:
     """Whether a variable's data are in memory (NumPy, or an index), without loading it: a variable read lazily
     from a store (the pairs ``pickscale report`` reads when used) or Dask-backed is not."""
     import numpy as np
