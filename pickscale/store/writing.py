@@ -27,7 +27,8 @@ __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_o
 
 #: The most bytes of one variable fetched and written at a time (and held in transit here).
 BLOCK_BYTES = 8 * 2**20
-#: An extension's new pairs of at most this many bytes (every variable) are fetched in one round trip.
+#: Dask-backed variables of at most this many bytes in all (an extension's new pairs, or every variable of a
+#: Dataset) are fetched in one round trip.
 _FETCH_TOGETHER_BYTES = 32 * 2**20
 
 
@@ -87,15 +88,19 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
     encoding = {name: {"chunks": chunks_of(str(name), clean[name].variable)} for name in clean.data_vars
                 if clean[name].dims[:1] == ("pair",)}
     linking = linking and parts is not None and parts.links
-    if sum(clean[name].nbytes for name in (*lazy, *from_parts)) <= BLOCK_BYTES and not linking:
-        # Small enough to hold at once (every small study): fetched in one round trip and written in one pass,
-        # not a region write per variable -- the same bytes, since the chunks are the same.
+    if sum(clean[name].nbytes for name in (*lazy, *from_parts)) <= _FETCH_TOGETHER_BYTES and not linking:
+        # Small enough to hold at once (every small study; the pairs of 10^7 picks): fetched in one round trip
+        # (each is ~0.1 s on a cluster, whatever its size) and written in one pass, not a region write per
+        # variable -- the same bytes, since the chunks are the same.
         clean = clean.copy()
-        for name, values in zip(lazy, _compute_all([clean[name].data for name in lazy])):
+        new = [name for name in from_parts if parts is not None and _is_dask(parts.new[name])]
+        got = _compute_all([clean[name].data for name in lazy] + [parts.new[name] for name in new])  # type: ignore[union-attr]
+        for name, values in zip(lazy, got):
             clean[name] = clean[name].variable.copy(data=values)
+        fetched = dict(zip(new, got[len(lazy):]))
         for name in from_parts:
             assert parts is not None
-            values = _from_parts(parts, str(name))(0, clean[name].shape[0])
+            values = _from_parts(parts, str(name), fetched.get(name))(0, clean[name].shape[0])
             clean[name] = clean[name].variable.copy(data=values)
         clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
         return None

@@ -134,6 +134,7 @@ def test_pairs_stay_on_the_cluster_and_the_store_is_the_same(trap_inputs, client
     assert _files(from_cluster) == _files(from_memory)
     # Written a few chunks at a time (blocks far smaller than a variable): the same files again.
     monkeypatch.setattr(writing, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(writing, "_FETCH_TOGETHER_BYTES", 64)  # (else every variable is fetched at once)
     with client.as_current():
         blocks = pickscale.store.save(ds, tmp_path / "blocks.zarr")
     assert _files(blocks) == _files(from_memory)

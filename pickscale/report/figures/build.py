@@ -23,7 +23,7 @@ from .detection import operating_curves, recall_treatments
 from .events import event_detection, has_events
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
-from .processes import in_memory, draw_all, figure_processes
+from .processes import draw_all, figure_processes, in_memory
 from .rates import has_rates, pick_rates
 from .station_recall import stations
 from .style import STYLE
