@@ -99,7 +99,7 @@ def _report(got, hashes, manifest, args, foreign) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {med(w for w, _ in values):.2f} | |")
     for name, target in TARGETS.items():
         ratios = [w / f for (w, _), f in zip(got[name], floor)]
-        verdict = "met" if med(ratios) <= target else "missed"
+        verdict = "within" if med(ratios) <= target else "over"
         lines.append(f"| {name} ÷ floor | " + " | ".join(f"{x:.2f}×" for x in ratios)
                      + f" | **{med(ratios):.2f}×** | ≤ {target}× ({verdict}) |")
     same = hashes.get("no figures") == hashes.get("figures")

@@ -110,10 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Run.reset()
     with sigterm_as_interrupt():
         try:
-            # lazy: the commands import pandas and xarray (about a second; Dask and zarr as they need them):
-            # not for `pickscale --help`, and a Ctrl-C while they load ends as any other interruption does (exit
-            # 130, no traceback).
             with _collection_paused(own_process=argv is None):
+                # lazy: the commands import pandas and xarray (about a second; Dask and zarr as they need them):
+                # not for `pickscale --help`, and a Ctrl-C while they load ends as any other interruption does
+                # (exit 130, no traceback).
                 from .commands import COMMANDS
 
             return COMMANDS[args.command](args)
