@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
+import xarray as xr  # noqa: E402
 
 import pickscale  # noqa: E402
 from pickscale.demo import catalogue  # noqa: E402
@@ -158,3 +159,17 @@ def test_a_stored_dataset_is_drawn_by_several_processes_the_same_bytes(demo, tmp
     assert set(build.PAIRS_READ["residuals"]) <= set(drawn.variables) and "pair_station" not in drawn
     timing_only = build._as_drawn(stored, ["timing"])
     assert not any("pair" in var.dims for var in timing_only.variables.values())
+
+
+def test_the_costliest_figures_are_handed_out_first_whatever_the_study(demo):
+    """figure_costs grows with what a figure shows: the 10^7-pick run's residuals and stations figures, drawn
+    last in the small study's order, are handed out first (the processes then finish together)."""
+    names = ["recall_treatments", "operating_curves", "timing", "residuals", "reliability", "stations",
+             "event_detection", "pick_rates", "recall_over_time"]
+    small = xr.Dataset(coords={"dataset": ["d"], "pair": range(300), "station": range(50)})
+    large = xr.Dataset(coords={"dataset": ["d"], "pair": range(333_664), "station": range(200)})
+    first = [names[i] for i in processes.handout_order(processes.figure_costs(small, names))]
+    assert first[0] == "operating_curves" and first.index("residuals") > first.index("timing")
+    first = [names[i] for i in processes.handout_order(processes.figure_costs(large, names))]
+    assert first[:4] == ["residuals", "operating_curves", "pick_rates", "stations"]
+    assert processes.figure_costs(demo, ["recall_over_time"]) == [processes.OTHER_COST]

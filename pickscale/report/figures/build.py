@@ -23,7 +23,7 @@ from .detection import operating_curves, recall_treatments
 from .events import event_detection, has_events
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
-from .processes import draw_all, figure_processes, in_memory
+from .processes import draw_all, figure_costs, figure_processes, in_memory
 from .rates import has_rates, pick_rates
 from .station_recall import stations
 from .style import STYLE
@@ -168,7 +168,8 @@ def save_figures(
 
     ds = _as_drawn(ds, chosen)
     # Each figure drawn once, by one process; in several where it pays (figures/processes.py); written here.
-    draw_all(render, chosen, processes=figure_processes(ds, chosen), write=write, meanwhile=meanwhile)
+    draw_all(render, chosen, processes=figure_processes(ds, chosen), write=write, meanwhile=meanwhile,
+             costs=figure_costs(ds, chosen))
     return paths
 
 

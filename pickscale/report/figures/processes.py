@@ -28,21 +28,43 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["figure_processes", "draw_all", "in_memory", "MAX_PROCESSES", "COSTS"]
+__all__ = ["figure_processes", "figure_costs", "handout_order", "draw_all", "in_memory", "MAX_PROCESSES", "COSTS",
+           "OTHER_COST"]
 
 #: At most this many processes draw figures (two CPUs are the common case; more rarely pay for six figures).
 MAX_PROCESSES = 4
 
-#: Relative drawing costs measured on the stead50 study (``benchmarks/small_study.py``): the longest are
-#: handed out first, so that the processes finish together.  A figure not listed counts 1.
-COSTS: dict[str, float] = {
-    "operating_curves": 3.0,
-    "reliability": 2.0,
-    "residuals": 1.6,
-    "timing": 1.5,
-    "recall_treatments": 1.0,
-    "stations": 0.8,
+#: What each figure takes to draw, in seconds of one process of the machine ``benchmarks/small_study.py`` and
+#: ``benchmarks/floor_ratio.py`` ran on (warm): a fixed part, and a part that grows with what the figure shows
+#: (measured on the 140-pick study and on 10^7 picks: ``residuals`` 0.14 → 0.47 s with the pairs, ``stations``
+#: 0.09 → 0.29 s with the stations).  Only their order counts: the longest is handed out first, so that the
+#: processes finish together.  A figure not listed counts :data:`OTHER_COST`.
+COSTS: dict[str, Callable[[Any], float]] = {
+    "operating_curves": lambda ds: 0.2 * 2 * ds.sizes.get("dataset", 1),  # (one row per dataset and phase)
+    "residuals": lambda ds: 0.1 + 1.1e-6 * ds.sizes.get("pair", 0),
+    "pick_rates": lambda ds: 0.35,
+    "stations": lambda ds: 0.04 + 0.0013 * ds.sizes.get("station", 0),
+    "reliability": lambda ds: 0.17,
+    "timing": lambda ds: 0.15,
+    "recall_treatments": lambda ds: 0.12,
+    "event_detection": lambda ds: 0.08,
 }
+OTHER_COST = 0.15
+
+
+def figure_costs(ds: Any, names: Sequence[str]) -> list[float]:
+    """The drawing cost of each figure of ``names`` for ``ds`` (:data:`COSTS`), reading only sizes.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> small, large = xr.Dataset(coords={"pair": range(100)}), xr.Dataset(coords={"pair": range(400_000)})
+    >>> [round(c, 2) for c in figure_costs(small, ["residuals", "timing", "not listed"])]
+    [0.1, 0.15, 0.15]
+    >>> round(figure_costs(large, ["residuals"])[0], 2)  # (the pairs of ~10^7 picks: the longest figure)
+    0.54
+    """
+    return [float(COSTS[name](ds)) if name in COSTS else OTHER_COST for name in names]
 
 
 def figure_processes(ds: Any, names: Sequence[str]) -> int:
@@ -88,14 +110,16 @@ STALLED_S = 300.0
 
 
 def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes: int,
-             write: Callable[[int, bytes], None], meanwhile: Callable[[], None] | None = None) -> None:
+             write: Callable[[int, bytes], None], meanwhile: Callable[[], None] | None = None,
+             costs: Sequence[float] | None = None) -> None:
     """Every figure of ``names`` rendered (``render(i)``: its file's bytes) and written (``write(i, data)``).
 
     ``render`` runs in ``processes`` processes (this one among them); ``write`` always in this one, in the
     order the figures are finished, so the files appear (and are counted) one at a time here, and an error
     writing them (a full disk) is raised here.  ``meanwhile()``: other work of this process (the tables),
     done once the other processes have started rendering and before any figure is written (first of all
-    with one process).
+    with one process).  ``costs``: each figure's (:func:`figure_costs`), the longest handed out first
+    (default: in the order given).
     """
     if processes <= 1 or len(names) < 2:
         if meanwhile is not None:
@@ -106,7 +130,7 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
     import multiprocessing
     from multiprocessing.connection import wait
 
-    order = sorted(range(len(names)), key=lambda i: -COSTS.get(names[i], 1.0))
+    order = handout_order(costs if costs is not None else [1.0] * len(names))
     ctx = multiprocessing.get_context("fork")
     counter = ctx.Value("i", 0)
     # One pipe per child: a message larger than the pipe's buffer (a figure's bytes) is not written at once,
@@ -172,6 +196,18 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
     for i in range(len(names)):  # what a child did not finish (it failed, or died): drawn here, errors raised here
         if i not in done:
             write(i, render(i))
+
+
+def handout_order(costs: Sequence[float]) -> list[int]:
+    """The order figures are handed out in: the costliest first (longest processing time first: the processes
+    then finish close together), ties in the order given.
+
+    Examples
+    --------
+    >>> handout_order([0.1, 0.54, 0.15, 0.54])
+    [1, 3, 2, 0]
+    """
+    return sorted(range(len(costs)), key=lambda i: -costs[i])
 
 
 def _next(order: Sequence[int], counter: Any) -> int | None:
