@@ -3,6 +3,7 @@ child that dies leaves nothing undone."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -44,6 +45,27 @@ def test_children_sending_at_once_never_mix_their_bytes():
                        write=lambda i, data: written.__setitem__(i, data))
     assert sorted(written) == list(range(24))
     assert all(written[i] == _big(i) for i in written)
+
+
+def _frozen_in_the_child(i: int) -> bytes:
+    return str(gc.get_freeze_count()).encode()
+
+
+def test_what_this_process_holds_is_frozen_for_the_children_and_thawed_after():
+    """gc.freeze before the fork (the children's collections leave the parent's objects and pages alone), and
+    gc.unfreeze after -- unless something was frozen before (the console script's own process)."""
+    assert gc.get_freeze_count() == 0
+    written: dict[int, bytes] = {}
+    processes.draw_all(_frozen_in_the_child, ["a", "b", "c", "d"], processes=2,
+                       write=lambda i, data: written.__setitem__(i, data))
+    assert all(int(data) > 1000 for data in written.values())  # (this process's objects, frozen in each child)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        processes.draw_all(_frozen_in_the_child, ["a", "b"], processes=2, write=lambda i, data: None)
+        assert gc.get_freeze_count() > 1000  # (not thawed: what the caller froze stays frozen)
+    finally:
+        gc.unfreeze()
 
 
 def _wait_forever(ready) -> bytes:
