@@ -314,10 +314,10 @@ def test_a_png_laid_out_once_is_the_png_savefig_draws_twice(demo, tmp_path, name
 
 @pytest.mark.slow
 def test_every_png_laid_out_once_is_the_png_savefig_draws_twice(big, tmp_path):
-    paths = plot.save_figures(big, tmp_path, dpi=80)
+    paths = plot.save_figures(big, tmp_path, dpi=40)
     assert len(paths) >= 6
     for path in paths:
-        assert path.read_bytes() == _png_drawn_twice(big, path.stem, 80), path.name
+        assert path.read_bytes() == _png_drawn_twice(big, path.stem, 40), path.name
 
 
 @pytest.mark.slow
