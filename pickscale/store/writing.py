@@ -93,11 +93,12 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
         # (each is ~0.1 s on a cluster, whatever its size) and written in one pass, not a region write per
         # variable -- the same bytes, since the chunks are the same.
         clean = clean.copy()
-        new = [name for name in from_parts if parts is not None and _is_dask(parts.new[name])]
-        got = _compute_all([clean[name].data for name in lazy] + [parts.new[name] for name in new])  # type: ignore[union-attr]
+        new = [parts.new[name] for name in from_parts] if parts is not None else []
+        new_names = [name for name, data in zip(from_parts, new) if _is_dask(data)]
+        got = _compute_all([clean[name].data for name in lazy] + [data for data in new if _is_dask(data)])
         for name, values in zip(lazy, got):
             clean[name] = clean[name].variable.copy(data=values)
-        fetched = dict(zip(new, got[len(lazy):]))
+        fetched = dict(zip(new_names, got[len(lazy):]))
         for name in from_parts:
             assert parts is not None
             values = _from_parts(parts, str(name), fetched.get(name))(0, clean[name].shape[0])

@@ -198,11 +198,11 @@ def lay_out(fig: Figure, *, dpi: float) -> None:
     """Run ``fig``'s layout engine once, as saving it as a PNG at ``dpi`` would, and then leave it without one.
 
     Saving a figure that has a layout engine draws it twice: once with drawing turned off, only so that the
-    engine runs (at the start of that draw) on a renderer of the output's size, then for real.  The first draw
-    is a third of a figure's time, and everything it computes besides the layout the second draw computes
-    again.  Here the engine runs alone on the same renderer (an Agg canvas at ``dpi``: what ``savefig`` uses
-    for PNG), then the figure is saved with the layout it gave: the same PNG, byte for byte, drawn once.
-    Call under the style the figure is saved under.
+    engine runs (at the start of that draw) on a renderer of the output's size, then for real.  Everything the
+    first draw computes besides the layout (~10 % of a figure's time) the second draw computes again.  Here the
+    engine runs alone on the same renderer (an Agg canvas at ``dpi``: what ``savefig`` uses for PNG), then the
+    figure is saved with the layout it gave: the same PNG, byte for byte, drawn once.  Call under the style the
+    figure is saved under.
 
     Examples
     --------
