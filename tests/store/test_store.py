@@ -591,20 +591,37 @@ def test_a_store_built_in_memory_is_written_as_zarr_writes_it_into_a_folder(tmp_
 
 
 def test_a_failed_file_write_stops_the_rest_and_is_raised(tmp_path, monkeypatch):
+    """One writer thread: the file after the failed one is under way when the error comes back (held until the
+    writers shut down), every later one is cancelled, never written."""
+    import concurrent.futures
+    import threading
+
     files: dict = {}
     sanitise(make_results()).to_zarr(zarr.storage.MemoryStore(store_dict=files), mode="w", zarr_format=3,
                                      consolidated=False)
-    real = pathlib.Path.write_bytes
+    keys = sorted(files)
+    failing = keys.index("matched/zarr.json")
+    assert failing + 2 < len(keys)
+    real, real_shutdown = pathlib.Path.write_bytes, concurrent.futures.ThreadPoolExecutor.shutdown
     tried: list[str] = []
+    failed, shut = threading.Event(), threading.Event()
 
     def full_disk(path, data):
-        tried.append(path.name)
-        if path.name == "zarr.json" and path.parent.name == "matched":
+        tried.append(path.relative_to(tmp_path / "store").as_posix())
+        if failed.is_set():
+            assert shut.wait(timeout=120)  # (an event, not a clock: set when the writers are shut down)
+        if tried[-1] == "matched/zarr.json":
+            failed.set()
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(path, data)
 
-    monkeypatch.setattr(publish, "_WRITERS", 1)  # (one thread: what was not started yet is cancelled)
+    def shutdown(self, *args, **kwargs):
+        shut.set()
+        return real_shutdown(self, *args, **kwargs)
+
+    monkeypatch.setattr(publish, "_WRITERS", 1)
     monkeypatch.setattr(pathlib.Path, "write_bytes", full_disk)
+    monkeypatch.setattr(concurrent.futures.ThreadPoolExecutor, "shutdown", shutdown)
     with pytest.raises(OSError, match="No space left on device"):
         publish._write_files(tmp_path / "store", files)
-    assert len(tried) < len(files)
+    assert tried == keys[:failing + 2]  # (in key order: one writer)
