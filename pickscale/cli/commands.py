@@ -174,8 +174,9 @@ def extend_command(args: argparse.Namespace) -> int:
     """``pickscale extend DIR``: the store in DIR extended by new inputs, its tables and figures rewritten."""
     # lazy: engine/ brings Dask, for score, demo and extend only; store/ brings zarr (~0.4 s)
     from ..engine.extension import OPTION_NAMES, check_options, extended
-    from ..store import open_results, read_root_attrs
+    from ..store import read_root_attrs
     from ..store.consistency import stored_options
+    from ..store.read import open_checking
 
     out_dir = out_folder(args.dir, what="pickscale extend")  # a URL is refused before any work
     target = out_dir / "results.zarr"
@@ -205,19 +206,20 @@ def extend_command(args: argparse.Namespace) -> int:
 
         # Every pair is merged: read a batch at a time and checked as it is read (extended's store=); the
         # stored timing readings, which the merged pairs give again, are not compared with them (SPEC §15).
-        # The store is opened and checked while the cluster starts (its workers' start is mostly their own
-        # processes' imports): a thread, whose error is raised here as if opened first.
+        # The store is read (every file checked against its manifest) while the cluster starts (its workers'
+        # start is mostly their own processes' imports): a thread, whose error is raised here as if read first;
+        # its numbers are checked against each other while the new inputs are scored (extended's checking).
         opening = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-open")
-        opened = opening.submit(contextvars.copy_context().run, open_results, target)  # (its settings too)
+        opened = opening.submit(contextvars.copy_context().run, open_checking, target)  # (its settings too)
         opening.shutdown(wait=False)
         try:
             in_process = workers is None and small_local_input(args.reference, args.picks)
             client = closing.hold(command_client(workers, args.scheduler, closing, in_process=in_process,
                                                  scheduler_file=where["scheduler_file"]))
         finally:
-            stored = opened.result()
+            stored, checking = opened.result()
         return extended(stored, args.reference, args.picks, replace=bool(args.replace), ci=level,
-                        store=target, client=client, block_picks=block_picks, **reading,
+                        store=target, checking=checking, client=client, block_picks=block_picks, **reading,
                         **{k: given.get(k) for k in OPTION_NAMES})
 
     with using(reading.get("storage_options")):

@@ -17,6 +17,8 @@ the same dataset and span.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import functools
 import os
 import pathlib
@@ -30,11 +32,12 @@ from ..errors import InputError, StoreError
 from ..options import Options
 from ..results.bootstrap import bootstrap
 from ..results.derived import edge_warnings
-from ..results.extend import EXACT_FIELDS, appended_pairs, merge_results, stream_shares
+from ..results.extend import EXACT_FIELDS, appended_pairs, merge_results
 from ..results.variables import residual_ns as residual_ns_of
-from ..store import open_results, read_lazily, reserved, save
+from ..store import read_lazily, reserved, save
 from ..store.consistency import PairCheck, stored_options
 from ..store.paths import local_store_path
+from ..store.read import open_checking
 from ..store.remote import is_remote
 from ..store.segments import PAIR_PARTS, SEGMENTS, PairParts, segments_of
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
@@ -42,6 +45,7 @@ from .extent import arrival_spans, digest_of, facts_of, reference_digest
 from .pairs import PairColumns, is_current, statistics_of, streams_of
 from .run import run_keywords
 from .stages import execute, finalize, prepare
+from .stored_pairs import StoredShares, stream_map
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -167,7 +171,8 @@ def _merged_extent(old: dict[str, Any], new: dict[str, Any], replaced: dict[str,
 
 
 def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, ci: float | None = None,
-             store: Any = None, **keywords: Any) -> xr.Dataset:
+             store: Any = None, checking: concurrent.futures.Future[None] | None = None,
+             **keywords: Any) -> xr.Dataset:
     """The results of ``stored`` extended by ``reference`` and ``picks`` (nothing is written).
 
     ``keywords``: those of :func:`pickscale.score`, each treated as
@@ -178,24 +183,57 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     ``store``: the store ``stored`` was opened from (:func:`pickscale.store.open_results`, its pairs
     left to read): the stored pairs are then read a batch at a time as they are merged, and each batch is
     checked as it is read (SPEC §15; the pairs' checks of a whole opening), so this process never holds
-    every pair.
+    every pair.  ``checking``: the store's own check, still running when ``stored`` was opened by
+    :func:`pickscale.store.read.open_checking`: the new inputs are scored meanwhile, and nothing stored is
+    merged before it is done; a store that fails it is the error, whatever else went wrong (as if it had
+    been checked first).
     Raises :class:`OptionsError`, :class:`InputError` or :class:`StoreError`
     when the extension is refused.
     """
-    if "options" not in stored.attrs:
-        raise StoreError("the store records no options: it is not pickscale results")
-    arguments = check_keywords(stored.attrs, keywords)
-    level, draws, seed = bootstrap_settings(stored.attrs.get("bootstrap"), ci)
-    missing = [name for name in EXACT_FIELDS if name not in stored]
-    if missing or not isinstance(stored.attrs.get("extent"), dict):
-        raise StoreError("the store holds no exact sums or extent: an earlier pickscale wrote it, so it cannot be "
-                         "extended exactly; score all the inputs again with `pickscale score`.")
+    try:
+        if "options" not in stored.attrs:
+            raise StoreError("the store records no options: it is not pickscale results")
+        arguments = check_keywords(stored.attrs, keywords)
+        level, draws, seed = bootstrap_settings(stored.attrs.get("bootstrap"), ci)
+        missing = [name for name in EXACT_FIELDS if name not in stored]
+        if missing or not isinstance(stored.attrs.get("extent"), dict):
+            raise StoreError("the store holds no exact sums or extent: an earlier pickscale wrote it, so it cannot "
+                             "be extended exactly; score all the inputs again with `pickscale score`.")
+        # The pairs are merged and timed a stream at a time where the run's were (on its cluster, when Dask
+        # computes with its client: the merged pairs then stay there until saved), not on this process.
+        client = arguments.get("client")
+        client = client if client is not None and is_current(client) else None
+        # An extension that appends its pairs reads, checks and sends the stored ones to the cluster while the
+        # new inputs are scored (one that replaces a model may merge them otherwise: read then).
+        ahead = (StoredShares(stored, store, client=client) if store is not None and client is not None
+                 and not replace and stored.sizes.get("pair", 0) else None)
+        try:
+            return _extended(stored, reference, picks, arguments, replace=replace, level=level, draws=draws,
+                             seed=seed, store=store, client=client, ahead=ahead, checking=checking)
+        finally:
+            if ahead is not None:
+                ahead.cancel()  # (taken by then, unless the extension was refused meanwhile)
+    except BaseException:
+        _checked(checking)  # (its StoreError, if it failed, raised in place of this one)
+        raise
+
+
+def _checked(checking: concurrent.futures.Future[None] | None) -> None:
+    """Wait for the store's check (:func:`extended`'s ``checking``); raise what it raised."""
+    if checking is not None:
+        checking.result()
+
+
+def _extended(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str, Any], *, replace: bool,
+              level: float | None, draws: int, seed: int, store: Any, client: Any,
+              ahead: StoredShares | None, checking: concurrent.futures.Future[None] | None) -> xr.Dataset:
     # The run's stages, keeping the normalised reference (in its buckets, where they are): the arrivals are
     # checked against the store's.
     run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)
     executed = execute(run)
     new_pairs = executed.pairs  # (its sizes and stream tasks: what an appending extension times again)
     new = finalize(run, executed)
+    _checked(checking)  # (nothing stored is read for the merge before the store passed its check)
     reference_rows = run.reference
     assert reference_rows is not None  # (kept: keep_reference)
     same, replaced = _check_extent(stored, new, reference_rows, replace=replace)
@@ -221,18 +259,12 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     }
     attrs["extensions"] = [*stored.attrs.get("extensions", []), entry]
     attrs["warnings"] = [*stored.attrs.get("warnings", []), *entry["warnings"]]
-    # The pairs are merged and timed a stream at a time where the run's were (on its cluster, when Dask
-    # computes with its client: the merged pairs then stay there until saved), not on this process.
-    client = arguments.get("client")
-    client = client if client is not None and is_current(client) else None
-    check = None
-    if store is not None:
-        check = PairCheck(store, stored, stored_options(store, stored.attrs))
     options = Options.from_attrs(stored.attrs["options"])
     dropped = any(m in {str(v) for v in stored["model"].values} for ms in replaced.values() for m in ms)
     if dropped:
         # A replaced model's stored pairs leave the store: every pair is merged into one segment again.
         attrs.pop(SEGMENTS, None)
+        check = None if store is None else PairCheck(store, stored, stored_options(store, stored.attrs))
         merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
                                streams=functools.partial(_streams, client=client, options=options, check=check))
     else:
@@ -243,9 +275,19 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
         attrs[SEGMENTS] = segments_of(stored.attrs, int(stored.sizes.get("pair", 0))) + ([n_new] if n_new else [])
         if len(attrs[SEGMENTS]) < 2:
             attrs.pop(SEGMENTS)
-        merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
-                               pairs=functools.partial(_appended, stored, new, new_pairs, client=client,
-                                                       options=options, check=check, store=store, made=made))
+        # The merged streams are timed on the cluster (a thread waits for them) while the counts are merged here.
+        names = _merged_names(stored, new)
+        timer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-merged-streams")
+        timing = timer.submit(contextvars.copy_context().run, functools.partial(
+            _merged_statistics, new, new_pairs, *names, client=client, options=options,
+            ahead=ahead or StoredShares(stored, store, client=client)))
+        timer.shutdown(wait=False)
+        try:
+            merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
+                                   pairs=functools.partial(_appended, stored, new, timing=timing, names=names,
+                                                           store=store, made=made))
+        finally:
+            concurrent.futures.wait([timing])  # (no thread left behind, whatever merging raised)
         merged.encoding[PAIR_PARTS] = made[0]
     # A best threshold on the edge (SPEC §7) is a reading of the merged counts: the new part's own edges, scored
     # alone, are not the store's; the extension says the merged ones (what its summary prints).
@@ -277,46 +319,49 @@ def _whole(parts: PairParts, name: str, n: int) -> np.ndarray:
     return np.concatenate([parts.stored_rows(name, 0, parts.rows), fresh])[:n]
 
 
-def _appended(stored: xr.Dataset, new: xr.Dataset, new_pairs: PairColumns, datasets: list[str], models: list[str],
-              stations: list[str], *, client: Any, options: Options, check: Any, store: Any,
-              made: list[PairParts]) -> PairColumns:
-    """The pairs of an extension that appends them (:func:`pickscale.results.extend.appended_pairs`), with the
-    merged streams' statistics: each stream's stored pairs (read a batch at a time, checked as read, each
-    share sent to the cluster at once) timed with the new run's where they are (its stream tasks)."""
-    cut: dict[int, int] = {}  # each stored share's size, by the id of what stands for it
+def _merged_names(stored: xr.Dataset, new: xr.Dataset) -> tuple[list[str], list[str]]:
+    """The merged datasets and models of an extension that drops no stored model: every dataset of either side,
+    and every model present in a dataset of either side, sorted (as :func:`merge_results` lays them)."""
+    datasets = sorted({str(d) for ds in (stored, new) for d in ds["dataset"].values})
+    models = sorted({str(m) for ds in (stored, new)
+                     for m in ds["model"].values[np.asarray(ds["model_present"].values).any(axis=0)]})
+    return datasets, models
 
-    def put(share: dict[str, Any]) -> Any:
-        held = client.scatter([share], hash=False)[0] if client is not None else share
-        cut[id(held)] = int(share["residual_ns"].size)
-        return held
 
-    shares = stream_shares(stored, None, replaced={}, datasets=datasets, models=models, stations=stations,
-                           put=put, check=None if check is None else check.add)
-    if check is not None:
-        check.finish()
+def _merged_statistics(new: xr.Dataset, new_pairs: PairColumns, datasets: list[str], models: list[str], *,
+                       client: Any, options: Options, ahead: StoredShares) -> dict[str, dict[str, np.ndarray]]:
+    """The merged streams' statistics (on ``datasets`` and ``models``): each stream's stored pairs (``ahead``:
+    read a batch at a time, checked as read, each share sent to the cluster at once) timed with the new run's
+    where they are (its stream tasks)."""
+    got = ahead.result(datasets=datasets, models=models)
+    shares, sizes = got.shares, dict(got.sizes)
     # The new run's streams, on the merged coordinates (each side's names are a sorted subset of them).
-    nm_new = new.sizes["model"]
-    d_at = [datasets.index(str(d)) for d in new["dataset"].values]
-    m_at = [models.index(str(m)) for m in new["model"].values]
-    sizes = {code: sum(cut[id(held)] for held in stream) for code, stream in shares.items()}
+    merged_code = stream_map(new, datasets=datasets, models=models)
     offset = 0
     for code, size in new_pairs.sizes.items():
-        d, m, p = code // (2 * nm_new), (code // 2) % nm_new, code % 2
-        merged_code = (d_at[d] * len(models) + m_at[m]) * 2 + p
         if code in new_pairs.tasks:
             held: list[Any] = list(new_pairs.tasks[code])  # (its stream's tasks: one, or one per range)
         else:  # (no cluster: the run's pairs are here, in stream order)
             held = [{"residual_ns": residual_ns_of(new["residual"].values[offset:offset + size]),
                      "conf": np.asarray(new["pair_conf"].values[offset:offset + size])}]
-        shares.setdefault(merged_code, []).extend(held)
-        sizes[merged_code] = sizes.get(merged_code, 0) + size
+        shares.setdefault(merged_code(code), []).extend(held)
+        sizes[merged_code(code)] = sizes.get(merged_code(code), 0) + size
         offset += size
-    statistics = statistics_of(dict(sorted(shares.items())), client, options=options, n_datasets=len(datasets),
-                               n_models=len(models), sizes=sizes)
+    return statistics_of(dict(sorted(shares.items())), client, options=options, n_datasets=len(datasets),
+                         n_models=len(models), sizes=sizes)
+
+
+def _appended(stored: xr.Dataset, new: xr.Dataset, datasets: list[str], models: list[str], stations: list[str],
+              *, timing: concurrent.futures.Future[dict[str, dict[str, np.ndarray]]],
+              names: tuple[list[str], list[str]], store: Any, made: list[PairParts]) -> PairColumns:
+    """The pairs of an extension that appends them (:func:`pickscale.results.extend.appended_pairs`), with the
+    merged streams' statistics (``timing``: :func:`_merged_statistics` on the merged names ``names``)."""
+    if (datasets, models) != names:
+        raise RuntimeError("internal error: the merged streams were timed on other coordinates than the merge's")
     data, parts = appended_pairs(stored, new, datasets=datasets, models=models, stations=stations,
                                  store=None if store is None or is_remote(store) else pathlib.Path(store))
     made.append(parts)
-    return PairColumns(data=data, statistics=statistics)
+    return PairColumns(data=data, statistics=timing.result())
 
 
 def _streams(shares_of: Callable[..., dict[int, list[Any]]], n_datasets: int, n_models: int, *, client: Any,
@@ -411,9 +456,11 @@ def extend(store: Any, reference: Any, picks: Any, *, replace: bool = False, ci:
     target = store_path(store)
     with reserved(target):
         # Every pair is merged: read a batch at a time and checked as it is read; the stored timing readings,
-        # which the merged pairs give again, are not compared with them (SPEC §15).
-        stored = open_results(target)
-        ds = extended(stored, reference, picks, replace=replace, ci=ci, store=target, **keywords)
+        # which the merged pairs give again, are not compared with them (SPEC §15).  The rest of the store is
+        # checked while the new inputs are scored.
+        stored, checking = open_checking(target)
+        ds = extended(stored, reference, picks, replace=replace, ci=ci, store=target, checking=checking,
+                      **keywords)
         save(ds, target, overwrite=True)
         # The stored pairs were read from the store just replaced: the returned pairs are the new store's.
         ds = read_lazily(ds, target)

@@ -13,6 +13,8 @@ change means the store is damaged.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import json
 import os
 import pathlib
@@ -32,7 +34,7 @@ from .paths import PathLike, describe, local_store_path, siblings
 from .remote import check_remote, is_remote, open_lazily, open_remote
 from .schema import check_pickscale_attrs, read_root_meta, root_attrs
 
-__all__ = ["open_results", "read_lazily"]
+__all__ = ["open_results", "open_checking", "read_lazily"]
 
 #: How many times :func:`open_results` reads a store that is replaced while being read.
 _READ_ATTEMPTS = 5
@@ -143,16 +145,53 @@ def open_results(path: PathLike, *, version: str | None = None,
     if is_remote(path) or version is not None:
         return _open_version(path, version, storage_options)
     store = local_store_path(path, what="results store")
+    ds, lazily = _snapshot_dataset(store, lazy=lazy)
+    # The manifest catches accidents, not edits: the numbers must also agree with each other.
+    check_results(store, ds, pairs=not lazily)
+    return ds
+
+
+def open_checking(path: PathLike) -> tuple[xr.Dataset, concurrent.futures.Future[None]]:
+    """:func:`open_results` (its pairs read when used) of a store whose numbers are checked against each other
+    (SPEC §15) on a thread of its own: the Dataset, and that check (its ``result()`` raises the
+    :class:`~pickscale.errors.StoreError` :func:`open_results` would).
+
+    For a caller with other work to do meanwhile (``extend`` scores its new inputs): every file is read and
+    checked against the manifest before this returns, but nothing the Dataset holds is to be trusted until
+    the check is done.  A store on object storage is opened and checked before this returns.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, xarray as xr
+    >>> from pickscale.store import save
+    >>> target = save(xr.Dataset({"emitted": ("phase", [5, 7])}), pathlib.Path(tempfile.mkdtemp()) / "r.zarr")
+    >>> ds, checking = open_checking(target)
+    >>> checking.result(), ds["emitted"].values.tolist()
+    (None, [5, 7])
+    """
+    checking: concurrent.futures.Future[None] = concurrent.futures.Future()
+    if is_remote(path):
+        ds = open_results(path)
+        checking.set_result(None)
+        return ds, checking
+    store = local_store_path(path, what="results store")
+    ds, _ = _snapshot_dataset(store, lazy=True)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-store-check")
+    checking = pool.submit(contextvars.copy_context().run, check_results, store, ds, pairs=False)
+    pool.shutdown(wait=False)
+    return ds, checking
+
+
+def _snapshot_dataset(store: pathlib.Path, *, lazy: bool) -> tuple[xr.Dataset, bool]:
+    """The Dataset of one snapshot of ``store`` whose every byte matched its manifest (:func:`open_results`), and
+    whether its pairs are left to read."""
     for attempt in range(_READ_ATTEMPTS):
         try:
             files, deferred = _checked_snapshot(store, lazy=lazy)
         except _Replaced:
             time.sleep(0.005 * 2**attempt)
             continue
-        ds = dataset_from_files(store, files, deferred=deferred)
-        # The manifest catches accidents, not edits: the numbers must also agree with each other.
-        check_results(store, ds, pairs=deferred is None)
-        return ds
+        return dataset_from_files(store, files, deferred=deferred), deferred is not None
     if not os.path.lexists(store):
         raise StoreError(f"no results store at {store}: the path does not exist")
     raise StoreError(

@@ -105,13 +105,36 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
             clean[name] = clean[name].variable.copy(data=values)
         clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
         return None
+    fetching = None
+    if parts is not None:
+        # An extension's new rows, when small enough to hold together (a month of pairs next to years): fetched
+        # in one round trip, not one per variable -- started now, so that the cluster computes them while the
+        # arrays are made here.
+        new = [n for n in from_parts if _is_dask(parts.new[n])]
+        if sum(parts.new[n].nbytes for n in new) <= _FETCH_TOGETHER_BYTES:
+            fetching = _Fetching(new, [parts.new[n] for n in new])
     chunked = clean.copy()
     for name in (*lazy, *from_parts):
         var = clean[name].variable
         chunked[name] = var.chunk(dict(zip(var.dims, chunks_of(str(name), var))))
     # Every in-memory variable and every array's metadata now; the Dask-backed data by Pending.fill.
     chunked.to_zarr(store, mode="w", zarr_format=3, consolidated=False, compute=False, encoding=encoding)
-    return Pending(chunked, [*lazy, *from_parts], set(from_parts), parts)
+    return Pending(chunked, [*lazy, *from_parts], set(from_parts), parts, fetching)
+
+
+class _Fetching:
+    """Dask arrays being computed together (by the client of their futures, else when :meth:`result` asks)."""
+
+    def __init__(self, names: list[Any], arrays: list[Any]) -> None:
+        self.names, self.arrays = names, arrays
+        self.client = next((c for c in map(_client_of, arrays) if c is not None), None)
+        self.futures = self.client.compute(arrays) if self.client is not None and arrays else None
+
+    def result(self) -> dict[Any, np.ndarray]:
+        """Each array's values, by name."""
+        if self.futures is None or self.client is None:
+            return dict(zip(self.names, _compute_all(self.arrays)))
+        return dict(zip(self.names, (np.asarray(a) for a in self.client.gather(self.futures))))
 
 
 @dataclass
@@ -122,19 +145,14 @@ class Pending:
     names: list[Any]
     from_parts: set[Any]
     parts: PairParts | None
+    fetching: _Fetching | None = None
 
     def fill(self, store: Any, target: pathlib.Path | None = None) -> list[str]:
         """Write their data into ``store``, a range of whole chunks of at most :data:`BLOCK_BYTES` at a time;
         with ``target``, link an extension's unchanged stored chunks from it (their paths returned)."""
         linked: list[str] = []
         group = zarr.open_group(store, mode="r+", zarr_format=3)
-        fetched: dict[Any, np.ndarray] = {}
-        if self.parts is not None:
-            # An extension's new rows, when small enough to hold together (a month of pairs next to years):
-            # fetched in one round trip, not one per variable.
-            new = [n for n in self.from_parts if _is_dask(self.parts.new[n])]
-            if sum(self.parts.new[n].nbytes for n in new) <= _FETCH_TOGETHER_BYTES:
-                fetched = dict(zip(new, _compute_all([self.parts.new[n] for n in new])))
+        fetched = self.fetching.result() if self.fetching is not None else {}
         for name in self.names:
             var = self.chunked[name].variable
             dim, rows = var.dims[0], var.data.chunks[0][0]
@@ -189,7 +207,8 @@ def _compute_all(arrays: list[Any]) -> list[np.ndarray]:
     """``arrays`` computed together (one graph, one round trip), as :func:`_computer` computes one."""
     if not arrays:
         return []
-    client = _client_of(arrays[0])
+    # (any array's futures name the client; an array of stored rows alone has none)
+    client = next((c for c in map(_client_of, arrays) if c is not None), None)
     if client is not None:
         return [np.asarray(a) for a in client.compute(arrays, sync=True)]
     import dask  # lazy: only a Dask-backed Dataset reaches here, and dask is then imported already

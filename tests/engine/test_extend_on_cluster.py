@@ -8,13 +8,20 @@ results equal one run over all the inputs, and the store written from the cluste
 
 from __future__ import annotations
 
+import gc
+import threading
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import pickscale
 from pickscale.engine.extension import extended
+from pickscale.errors import InputError, StoreError
 from pickscale.results.extend import BATCH_ROWS, merge_results, stream_shares
-from tests.helpers.extend import generated
+from pickscale.store import open_results
+from tests.helpers.extend import DAY, START, generated, stretches
+from tests.helpers.stores import edit_array
 from tests.results.test_extend import same
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")]
@@ -139,3 +146,158 @@ def test_an_extension_on_a_cluster_keeps_the_merged_pairs_there(client, tmp_path
         again = extended(stored, ref[ref.time < cut], picks[(picks.time < cut) & (picks.model == model)],
                          replace=True, client=client).load()
     same(stored, again)
+
+
+def _stored_half(tmp_path):
+    """A store of the first of two stretches (tests/helpers/extend.py), and the second stretch."""
+    ref, picks = stretches(2)
+    cut = START + DAY
+    target = pickscale.save(pickscale.score(ref[ref.time < cut], picks[picks.time < cut]), tmp_path / "results.zarr")
+    return target, (ref[ref.time >= cut], picks[picks.time >= cut]), (ref, picks)
+
+
+@pytest.mark.cluster
+def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(client, tmp_path, monkeypatch):
+    import pickscale.engine.extension as extension
+    import pickscale.engine.stored_pairs as stored_pairs
+
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    here = extended(open_results(target), r2, p2, store=target)  # no cluster: read when merged
+    checked = threading.Event()
+
+    class Check(stored_pairs.PairCheck):
+        def finish(self):
+            super().finish()
+            checked.set()
+
+    real_execute = extension.execute
+
+    def execute(run):
+        # The new inputs are scored only once the stored pairs are checked: an extension that read them when it
+        # merges would wait here forever (a minute, then fail).
+        assert checked.wait(60), "the stored pairs were not read while the new inputs were scored"
+        return real_execute(run)
+
+    monkeypatch.setattr(stored_pairs, "PairCheck", Check)
+    monkeypatch.setattr(extension, "execute", execute)
+    with client.as_current():
+        there = extended(open_results(target), r2, p2, store=target, client=client)
+        assert checked.is_set() and all(_is_dask(there, name) for name in PAIRS)
+        there = there.load()
+    same(here, there)
+    same(pickscale.score(ref, picks), there)
+
+
+@pytest.mark.cluster
+def test_a_stored_pair_that_breaks_spec_15_refuses_an_extension_on_a_cluster(client, tmp_path):
+    target, (r2, p2), _ = _stored_half(tmp_path)
+    edit_array(target, "pair_conf", lambda conf: conf.__setitem__(3, 1.5))
+    files = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    with client.as_current(), pytest.raises(StoreError, match=r"pair_conf.*must lie in \[floor"):
+        pickscale.extend(target, r2, p2, client=client)
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == files  # nothing written
+    assert not [t for t in threading.enumerate() if t.name.startswith("pickscale-stored-pairs")]
+
+
+@pytest.mark.cluster
+def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them(client, tmp_path, monkeypatch):
+    import pickscale.engine.stored_pairs as stored_pairs
+
+    target, _, (ref, picks) = _stored_half(tmp_path)
+    stopped, finished = threading.Event(), []
+
+    class Check(stored_pairs.PairCheck):
+        def add(self, lo, batch):
+            # The first batch is held until the extension is refused and has told the thread to stop.
+            assert stopped.wait(60), "the refused extension did not stop the thread"
+            return super().add(lo, batch)
+
+        def finish(self):
+            finished.append(True)
+            super().finish()
+
+    real_cancel = stored_pairs.StoredShares.cancel
+
+    def cancel(self):
+        self._stop.set()
+        stopped.set()
+        real_cancel(self)
+
+    monkeypatch.setattr(stored_pairs, "PairCheck", Check)
+    monkeypatch.setattr(stored_pairs.StoredShares, "cancel", cancel)
+    with client.as_current(), pytest.raises(InputError, match="already stored over an overlapping span"):
+        extended(open_results(target), ref[ref.time < START + DAY], picks[picks.time < START + DAY], store=target,
+                 client=client)
+    # The thread stopped at its next share (the check never finished), is done, and sent nothing that stays
+    # (scattered data is keyed by its type: dict-…).
+    assert stopped.is_set() and not finished
+    assert not [t for t in threading.enumerate() if t.name.startswith("pickscale-stored-pairs")]
+    gc.collect()
+    assert not [key for key in client.futures if str(key).startswith("dict-")]
+
+
+@pytest.mark.cluster
+def test_the_merged_streams_are_timed_while_the_counts_are_merged(client, tmp_path, monkeypatch):
+    import pickscale.engine.extension as extension
+    import pickscale.results.extend as merging
+
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    timed = threading.Event()
+    real_statistics, real_merge_counts = extension.statistics_of, merging.merge_counts
+
+    def statistics_of(*args, **kwargs):
+        try:
+            return real_statistics(*args, **kwargs)
+        finally:
+            timed.set()
+
+    def merge_counts(*args, **kwargs):
+        # Merging the counts waits for the streams' statistics: one after the other, it would wait forever.
+        assert timed.wait(60), "the merged streams were not timed while the counts were merged"
+        return real_merge_counts(*args, **kwargs)
+
+    monkeypatch.setattr(extension, "statistics_of", statistics_of)
+    monkeypatch.setattr(merging, "merge_counts", merge_counts)
+    with client.as_current():
+        got = extended(open_results(target), r2, p2, store=target, client=client).load()
+    assert timed.is_set()
+    same(pickscale.score(ref, picks), got)
+
+
+@pytest.mark.cluster
+def test_an_extension_s_new_pairs_are_computed_while_its_store_s_arrays_are_made(client, monkeypatch):
+    import dask.array as da
+    import xarray as xr
+    import zarr
+    from distributed import Event
+
+    from pickscale.store.segments import PAIR_CHUNK_ROWS, PairParts
+    from pickscale.store.writing import start_dataset
+
+    def marked(block):  # (on a worker, when the new rows are computed)
+        Event("pickscale-new-rows").set()
+        return block
+
+    computed = Event("pickscale-new-rows", client=client)
+    real_to_zarr = xr.Dataset.to_zarr
+
+    def to_zarr(self, *args, **kwargs):
+        if kwargs.get("compute") is False:
+            # The arrays are made once the cluster has computed the new rows: a save that fetched them after
+            # would wait here forever (a minute, then fail).
+            assert computed.wait(60), "the new rows were not computed while the arrays were made"
+        return real_to_zarr(self, *args, **kwargs)
+
+    monkeypatch.setattr(xr.Dataset, "to_zarr", to_zarr)
+    stored = np.arange(PAIR_CHUNK_ROWS, dtype=np.int64)  # (a store large enough that its chunks may be linked)
+    with client.as_current():
+        new = da.from_delayed(client.submit(np.arange, 5, dtype=np.int64), shape=(5,), dtype=np.int64)
+        new = new.map_blocks(marked, dtype=np.int64, meta=np.zeros(0, np.int64))  # (meta: never called here)
+        clean = xr.Dataset({"x": ("pair", da.concatenate([da.from_array(stored, chunks=2**16), new]))})
+        parts = PairParts(rows=stored.size, stored={"x": (stored, None)}, new={"x": new}, store=Path("stored.zarr"))
+        memory = zarr.storage.MemoryStore()
+        pending = start_dataset(clean, memory, parts=parts, linking=True)
+        assert pending is not None and pending.fill(memory) == []
+    assert computed.is_set()
+    got = zarr.open_group(memory, mode="r", zarr_format=3)["x"][:]
+    assert np.array_equal(got, np.r_[stored, np.arange(5)])

@@ -1,0 +1,146 @@
+"""An extension's stored pairs, read, checked and sent to its cluster while the new inputs are scored.
+
+An extension that appends its pairs (SPEC §11) times each merged stream from the stored pairs and the new
+run's: it reads the stored pairs once, a batch at a time, checks each batch as it is read (SPEC §15,
+:class:`~pickscale.store.consistency.PairCheck`) and sends each stream's share to the cluster.  None of that
+depends on the new run, so :class:`StoredShares` does it on a thread of its own while the cluster scores the
+new inputs -- a stretch when the client waits and, reading one file, one worker does too -- and the merge
+then finds the shares where the stream tasks read them.  The shares are cut on the store's own coordinates
+(its datasets and models) and mapped onto the merged ones when the merge asks (:meth:`StoredShares.result`):
+the map is known only once the new run's coordinates are.
+
+Only what a stream's statistics read is sent (``residual_ns`` and ``conf``, SPEC §5: 16 bytes a pair); the
+stored pairs themselves stay in the store, whose chunks the saved extension links.
+
+Examples
+--------
+>>> import pathlib, tempfile, pandas as pd, pickscale
+>>> from pickscale.store import open_results
+>>> ref = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "S"], "time": [10.0, 20.0]})
+>>> picks = ref.assign(time=[10.1, 19.9], conf=[0.9, 0.8], model="m")
+>>> target = pickscale.save(pickscale.score(ref, picks), pathlib.Path(tempfile.mkdtemp()) / "results.zarr")
+>>> shares = StoredShares(open_results(target), target, client=None)
+>>> got = shares.result(datasets=["all"], models=["a", "m"])  # the stored model "m" is the merged model 1
+>>> sorted(got.shares), got.sizes
+([2, 3], {2: 1, 3: 1})
+>>> got.shares[2][0]["residual_ns"].tolist()
+[100000000]
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import pathlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..results.extend import stream_shares
+from ..store.consistency import PairCheck, stored_options
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["StoredShares", "Shares", "SHARE_COLUMNS", "stream_map"]
+
+#: What a stream's statistics read of each share (:func:`pickscale.engine.pairs.stream_statistics`).
+SHARE_COLUMNS = ("residual_ns", "conf")
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The stored pairs of each merged stream: ``shares[stream]`` (each a dict of :data:`SHARE_COLUMNS`, or a
+    future of one on the cluster) and ``sizes[stream]`` (its pairs)."""
+
+    shares: dict[int, list[Any]]
+    sizes: dict[int, int]
+
+
+class StoredShares:
+    """The stored pairs of ``stored`` (opened lazily from ``store``), cut into shares of their streams, checked
+    as read (``store`` None: not checked, ``stored`` is not from a store), and put on ``client``'s cluster
+    (None: kept here) -- on a thread started at once.
+
+    :meth:`result` waits for them and raises what the thread raised (a :class:`~pickscale.errors.StoreError`
+    of a stored pair that breaks SPEC §15); :meth:`cancel` stops the thread between batches (an extension
+    refused meanwhile) and waits for it.
+    """
+
+    def __init__(self, stored: xr.Dataset, store: pathlib.Path | str | None, *, client: Any) -> None:
+        self._stop = threading.Event()
+        self._stored, self._store, self._client = stored, store, client
+        self._got: Shares | None = None
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-stored-pairs")
+        # (the caller's context too: its settings, e.g. a store on object storage's options)
+        self._done = pool.submit(contextvars.copy_context().run, self._cut)
+        pool.shutdown(wait=False)
+
+    def _cut(self) -> None:
+        stored, client = self._stored, self._client
+        store = None if self._store is None else pathlib.Path(self._store)
+        check = None if store is None else PairCheck(store, stored, stored_options(store, stored.attrs))
+        sizes: dict[int, int] = {}
+
+        def put(share: dict[str, np.ndarray]) -> Any:
+            if self._stop.is_set():
+                raise _Cancelled()
+            kept = {k: share[k] for k in SHARE_COLUMNS}
+            size = int(kept["residual_ns"].size)
+            # One future per share (a dict given to scatter would be scattered value by value).
+            held = client.scatter([kept], hash=False)[0] if client is not None else kept
+            sizes[id(held)] = size
+            return held
+
+        names = {k: [str(v) for v in stored[k].values] for k in ("dataset", "model", "station")}
+        shares = stream_shares(stored, None, replaced={}, datasets=names["dataset"], models=names["model"],
+                               stations=names["station"], put=put, check=None if check is None else check.add)
+        if check is not None:
+            check.finish()
+        self._got = Shares(shares=shares, sizes={code: sum(sizes[id(held)] for held in stream)
+                                                 for code, stream in shares.items()})
+
+    def result(self, *, datasets: list[str], models: list[str]) -> Shares:
+        """The stored shares on the merged coordinates (``datasets``, ``models``: each of the store's names is
+        in them, in the same order); given once (the stream tasks then hold the shares: freed once timed)."""
+        self._done.result()
+        got, self._got = self._got, None
+        if got is None:
+            raise RuntimeError("internal error: the stored shares were taken already")
+        merged = stream_map(self._stored, datasets=datasets, models=models)
+        return Shares(shares={merged(c): v for c, v in got.shares.items()},
+                      sizes={merged(c): n for c, n in got.sizes.items()})
+
+    def cancel(self) -> None:
+        """Stop cutting (between shares) and wait for the thread; what it raised is dropped."""
+        self._stop.set()
+        concurrent.futures.wait([self._done])
+        self._got = None
+
+
+def stream_map(side: xr.Dataset, *, datasets: list[str], models: list[str]) -> Callable[[int], int]:
+    """The merged stream code of each stream code of ``side`` (one side of an extension; codes
+    ``(dataset · n_models + model) · 2 + phase`` on its coordinates, then on the merged ``datasets`` and
+    ``models``, each of the side's names among them).
+
+    >>> import xarray as xr
+    >>> side = xr.Dataset(coords={"dataset": ["all"], "model": ["b", "d"]})
+    >>> [stream_map(side, datasets=["all"], models=["a", "b", "c", "d"])(code) for code in range(4)]
+    [2, 3, 6, 7]
+    """
+    d_at = [datasets.index(str(d)) for d in side["dataset"].values]
+    m_at = [models.index(str(m)) for m in side["model"].values]
+    nm = side.sizes["model"]
+
+    def merged(code: int) -> int:
+        d, m, p = code // (2 * nm), (code // 2) % nm, code % 2
+        return (d_at[d] * len(models) + m_at[m]) * 2 + p
+
+    return merged
+
+
+class _Cancelled(Exception):
+    """The extension stopped before it merged: the thread's work is dropped."""
