@@ -130,13 +130,18 @@ def stream_map(side: xr.Dataset, *, datasets: list[str], models: list[str]) -> C
     >>> side = xr.Dataset(coords={"dataset": ["all"], "model": ["b", "d"]})
     >>> [stream_map(side, datasets=["all"], models=["a", "b", "c", "d"])(code) for code in range(4)]
     [2, 3, 6, 7]
+    >>> stream_map(side, datasets=["all"], models=["b"])(1)  # ("d", present nowhere, has no pairs)
+    1
     """
-    d_at = [datasets.index(str(d)) for d in side["dataset"].values]
-    m_at = [models.index(str(m)) for m in side["model"].values]
+    # (a side's model present in none of its datasets has no pairs, and no place in the merged models)
+    d_at = [{name: i for i, name in enumerate(datasets)}.get(str(d), -1) for d in side["dataset"].values]
+    m_at = [{name: i for i, name in enumerate(models)}.get(str(m), -1) for m in side["model"].values]
     nm = side.sizes["model"]
 
     def merged(code: int) -> int:
         d, m, p = code // (2 * nm), (code // 2) % nm, code % 2
+        if d_at[d] < 0 or m_at[m] < 0:
+            raise RuntimeError("internal error: pairs of a dataset or model the merged results do not hold")
         return (d_at[d] * len(models) + m_at[m]) * 2 + p
 
     return merged
