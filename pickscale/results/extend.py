@@ -136,8 +136,10 @@ def counts_of(ds: xr.Dataset, dataset: str, *, drop_models: tuple[str, ...] = ()
 def _stack(c: DatasetCounts, *, models: list[str], stations: list[str], starts: np.ndarray,
            edges: np.ndarray | None, template: Mapping[str, np.ndarray]) -> StationStack:
     """``c`` as stack rows on the union models, stations (keys: union station index) and time bins."""
-    mi = np.array([models.index(m) for m in c.models], dtype=np.int64)
-    keys = np.array([stations.index(s) for s in c.stations], dtype=np.int64)
+    model_at = {m: i for i, m in enumerate(models)}
+    station_at = {s: i for i, s in enumerate(stations)}  # (a list's index() per station: quadratic in stations)
+    mi = np.array([model_at[m] for m in c.models], dtype=np.int64)
+    keys = np.array([station_at[s] for s in c.stations], dtype=np.int64)
     n = keys.size
     offset = 0
     if edges is not None and starts.size:
