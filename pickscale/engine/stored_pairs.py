@@ -81,8 +81,8 @@ class StoredShares:
 
     def _cut(self) -> None:
         stored, client = self._stored, self._client
-        store = None if self._store is None else pathlib.Path(self._store)
-        check = None if store is None else PairCheck(store, stored, stored_options(store, stored.attrs))
+        store = self._store  # (for messages only: a store on object storage keeps its URL, never a local path)
+        check = None if store is None else PairCheck(store, stored, stored_options(store, stored.attrs))  # type: ignore[arg-type]
         sizes: dict[int, int] = {}
 
         def put(share: dict[str, np.ndarray]) -> Any:

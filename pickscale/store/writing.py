@@ -127,7 +127,7 @@ class _Fetching:
 
     def __init__(self, names: list[Any], arrays: list[Any]) -> None:
         self.names, self.arrays = names, arrays
-        self.client = next((c for c in map(_client_of, arrays) if c is not None), None)
+        self.client = _client_of_any(arrays)
         self.futures = self.client.compute(arrays) if self.client is not None and arrays else None
 
     def result(self) -> dict[Any, np.ndarray]:
@@ -207,8 +207,7 @@ def _compute_all(arrays: list[Any]) -> list[np.ndarray]:
     """``arrays`` computed together (one graph, one round trip), as :func:`_computer` computes one."""
     if not arrays:
         return []
-    # (any array's futures name the client; an array of stored rows alone has none)
-    client = next((c for c in map(_client_of, arrays) if c is not None), None)
+    client = _client_of_any(arrays)
     if client is not None:
         return [np.asarray(a) for a in client.compute(arrays, sync=True)]
     import dask  # lazy: only a Dask-backed Dataset reaches here, and dask is then imported already
@@ -226,6 +225,11 @@ def _client_of(array: Any) -> Any:
         if isinstance(value, Future):
             return value.client
     return None
+
+
+def _client_of_any(arrays: list[Any]) -> Any:
+    """The client of the futures any of ``arrays`` is made of (an array of stored rows alone has none), or None."""
+    return next((c for c in map(_client_of, arrays) if c is not None), None)
 
 
 def _computer(array: Any) -> Any:
