@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import operator
 import pathlib
 import threading
 from collections.abc import Callable
@@ -41,6 +42,8 @@ import numpy as np
 
 from ..results.extend import stream_shares
 from ..store.consistency import PairCheck, stored_options
+from ..store.pair_chunks import PAIR_SOURCE, NotHere, PairSource
+from .stored_batches import Report, read_and_cut, report_of
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -83,25 +86,17 @@ class StoredShares:
         stored, client = self._stored, self._client
         store = self._store  # (for messages only: a store on object storage keeps its URL, never a local path)
         check = None if store is None else PairCheck(store, stored, stored_options(store, stored.attrs))  # type: ignore[arg-type]
-        sizes: dict[int, int] = {}
-
-        def put(share: dict[str, np.ndarray]) -> Any:
-            if self._stop.is_set():
-                raise _Cancelled()
-            kept = {k: share[k] for k in SHARE_COLUMNS}
-            size = int(kept["residual_ns"].size)
-            # One future per share (a dict given to scatter would be scattered value by value).
-            held = client.scatter([kept], hash=False)[0] if client is not None else kept
-            sizes[id(held)] = size
-            return held
-
-        names = {k: [str(v) for v in stored[k].values] for k in ("dataset", "model", "station")}
-        shares = stream_shares(stored, None, replaced={}, datasets=names["dataset"], models=names["model"],
-                               stations=names["station"], put=put, check=None if check is None else check.add)
-        if check is not None:
-            check.finish()
-        self._got = Shares(shares=shares, sizes={code: sum(sizes[id(held)] for held in stream)
-                                                 for code, stream in shares.items()})
+        source = stored.encoding.get(PAIR_SOURCE)
+        try:
+            if check is not None and client is not None and source is not None:
+                try:
+                    self._got = _on_workers(source, check, client, self._stop)
+                    return
+                except NotHere:  # (the workers cannot see the store's folder: read here, as below)
+                    check = PairCheck(store, stored, stored_options(store, stored.attrs))  # type: ignore[arg-type]
+            self._got = _here(stored, check, client, self._stop)
+        except _Cancelled:
+            return  # (nothing kept: the extension stopped)
 
     def result(self, *, datasets: list[str], models: list[str]) -> Shares:
         """The stored shares on the merged coordinates (``datasets``, ``models``: each of the store's names is
@@ -149,3 +144,84 @@ def stream_map(side: xr.Dataset, *, datasets: list[str], models: list[str]) -> C
 
 class _Cancelled(Exception):
     """The extension stopped before it merged: the thread's work is dropped."""
+
+
+def _here(stored: xr.Dataset, check: PairCheck | None, client: Any, stop: threading.Event) -> Shares:
+    """The stored pairs read here a batch at a time (:func:`~pickscale.results.extend.stream_shares`), each
+    batch checked as read and each share sent to ``client``'s cluster (None: kept here)."""
+    sizes: dict[int, int] = {}
+
+    def put(share: dict[str, np.ndarray]) -> Any:
+        if stop.is_set():
+            raise _Cancelled()
+        kept = {k: share[k] for k in SHARE_COLUMNS}
+        size = int(kept["residual_ns"].size)
+        # One future per share (a dict given to scatter would be scattered value by value).
+        held = client.scatter([kept], hash=False)[0] if client is not None else kept
+        sizes[id(held)] = size
+        return held
+
+    names = {k: [str(v) for v in stored[k].values] for k in ("dataset", "model", "station")}
+    shares = stream_shares(stored, None, replaced={}, datasets=names["dataset"], models=names["model"],
+                           stations=names["station"], put=put, check=None if check is None else check.add)
+    if check is not None:
+        check.finish()
+    return Shares(shares=shares, sizes={code: sum(sizes[id(held)] for held in stream)
+                                        for code, stream in shares.items()})
+
+
+#: The most pairs one task reads, checks and cuts (whole chunks of the store, at least one; ~100 bytes a pair
+#: meanwhile): as many tasks as the store has chunks of 2**18 pairs.
+TASK_ROWS = 2**18
+
+
+def _ranges(source: PairSource) -> list[tuple[int, int]]:
+    """The pairs each task reads: whole chunks of the store, at most :data:`TASK_ROWS` (or one chunk)."""
+    chunk = source.chunk_rows
+    step = max(chunk * max(TASK_ROWS // chunk, 1), 1) if TASK_ROWS >= chunk else max(TASK_ROWS, 1)
+    return [(lo, min(lo + step, source.rows)) for lo in range(0, source.rows, step)]
+
+
+def _on_workers(source: PairSource, check: PairCheck, client: Any, stop: threading.Event) -> Shares:
+    """The stored pairs read, checked and cut where they are used: one task per range of pairs (:func:`_ranges`)
+    reads its pairs from the store (:meth:`PairSource.read`, checked against the manifest), makes the checks of
+    a batch (:meth:`PairRules.check`) and cuts it into its streams' shares, which stay on its worker; this
+    process makes the checks across batches from what each task reports (its first and last pairs, its pairs
+    per station and level: the size of the per-station results) and holds no pair.  Raises :class:`NotHere`
+    when a worker cannot see the store's folder."""
+    held: list[Any] = []  # (every future made here: let go on an error, which a caller may keep with its frames)
+    try:
+        return _checked_on_workers(source, check, client, stop, held)
+    except BaseException:
+        held.clear()
+        raise
+
+
+def _checked_on_workers(source: PairSource, check: PairCheck, client: Any, stop: threading.Event,
+                        held: list[Any]) -> Shares:
+    rules = client.scatter(check.rules, broadcast=False, hash=False)
+    tasks = [client.submit(read_and_cut, source, rules, lo, hi, pure=False) for lo, hi in _ranges(source)]
+    reports = [client.submit(report_of, task, pure=False) for task in tasks]
+    held += [rules, *tasks, *reports]
+    del rules
+    facts: list[Report] = []
+    for at in range(len(reports)):  # (in order: the first batch that breaks a rule is the one named)
+        while True:
+            if stop.is_set():
+                raise _Cancelled()
+            try:
+                facts.append(reports[at].result(timeout=0.25))
+                break
+            except TimeoutError:
+                continue
+        check.take(facts[-1])
+    if stop.is_set():
+        raise _Cancelled()
+    check.finish()
+    shares: dict[int, list[Any]] = {}
+    sizes: dict[int, int] = {}
+    for at, report in enumerate(facts):
+        for code, size in report.sizes.items():
+            shares.setdefault(code, []).append(client.submit(operator.getitem, tasks[at], code, pure=False))
+            sizes[code] = sizes.get(code, 0) + size
+    return Shares(shares=dict(sorted(shares.items())), sizes=sizes)

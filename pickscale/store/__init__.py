@@ -34,6 +34,10 @@ The package, one concept per module:
     the atomic save (:func:`save`): written aside, checked in, renamed into place;
 :mod:`~pickscale.store.read`
     the checked, consistent read (:func:`open_results`), retried when the store is replaced meanwhile;
+:mod:`~pickscale.store.pair_rules`
+    SPEC §15's checks of one batch of residual pairs (numpy only: run where the batch is read);
+:mod:`~pickscale.store.pair_chunks`
+    the residual pairs of an opened store, read where a task runs (a worker of an extension);
 :mod:`~pickscale.store.consistency`
     what a results store must satisfy when it is opened (SPEC §15): counts within their bounds, derived
     metrics equal to what the counts give, options, extent and pairs well formed;
@@ -56,13 +60,34 @@ Example
 
 from __future__ import annotations
 
-from .cleanup import cleanup_stale
-from .codec import sanitise
-from .locks import reserved
-from .manifest import MANIFEST
-from .publish import removed_later, save
-from .read import open_results, read_lazily
-from .schema import SCHEMA_VERSION, is_pickscale_store, read_root_attrs
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cleanup import cleanup_stale
+    from .codec import sanitise
+    from .locks import reserved
+    from .manifest import MANIFEST
+    from .publish import removed_later, save
+    from .read import open_results, read_lazily
+    from .schema import SCHEMA_VERSION, is_pickscale_store, read_root_attrs
+
+# The names below are loaded on first use (PEP 562): a worker that reads a store's pairs
+# (:mod:`~pickscale.store.pair_chunks`) or checks them (:mod:`~pickscale.store.pair_rules`) loads Zarr, not
+# xarray, pandas' I/O or the rest of this package.
+_LAZY = {
+    "SCHEMA_VERSION": "schema",
+    "MANIFEST": "manifest",
+    "save": "publish",
+    "open_results": "read",
+    "read_lazily": "read",
+    "removed_later": "publish",
+    "cleanup_stale": "cleanup",
+    "reserved": "locks",
+    "sanitise": "codec",
+    "is_pickscale_store": "schema",
+    "read_root_attrs": "schema",
+}
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -77,3 +102,13 @@ __all__ = [
     "is_pickscale_store",
     "read_root_attrs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

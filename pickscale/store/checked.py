@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import pathlib
+import stat as _stat
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,9 +38,22 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from pickscale.errors import StoreError
 
-from .manifest import damaged
+from .manifest import MANIFEST, damaged
 
-__all__ = ["Deferred", "CheckedStore"]
+__all__ = ["Deferred", "CheckedStore", "store_identity"]
+
+
+def store_identity(store: pathlib.Path) -> tuple[Any, ...] | None:
+    """What changes when a save swaps another store in: the folder's inode and the manifest's bytes."""
+    try:
+        st = os.stat(store)
+    except OSError:
+        return None
+    try:
+        manifest = (store / MANIFEST).read_bytes()
+    except OSError:
+        manifest = None
+    return (st.st_dev, st.st_ino, _stat.S_IFMT(st.st_mode), manifest)
 
 
 class Deferred:

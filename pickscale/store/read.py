@@ -18,7 +18,6 @@ import contextvars
 import json
 import os
 import pathlib
-import stat as _stat
 import time
 from typing import Any
 
@@ -26,10 +25,11 @@ import xarray as xr
 
 from pickscale.errors import StoreError
 
-from .checked import Deferred
+from .checked import Deferred, store_identity
 from .codec import dataset_from_files
 from .consistency import check_results
-from .manifest import MANIFEST, check_manifest
+from .manifest import check_manifest
+from .pair_chunks import PAIR_SOURCE, pair_source
 from .paths import PathLike, describe, local_store_path, siblings
 from .remote import check_remote, is_remote, open_lazily, open_remote
 from .schema import check_pickscale_attrs, read_root_meta, root_attrs
@@ -191,7 +191,12 @@ def _snapshot_dataset(store: pathlib.Path, *, lazy: bool) -> tuple[xr.Dataset, b
         except _Replaced:
             time.sleep(0.005 * 2**attempt)
             continue
-        return dataset_from_files(store, files, deferred=deferred), deferred is not None
+        ds = dataset_from_files(store, files, deferred=deferred)
+        if deferred is not None and deferred.entries:
+            # (how a task elsewhere reads the pairs as this opening would: pickscale.engine.stored_pairs)
+            names = [prefix.removesuffix("/c/") for prefix in _pair_chunks(files["zarr.json"])]
+            ds.encoding[PAIR_SOURCE] = pair_source(store, files, deferred, names)
+        return ds, deferred is not None
     if not os.path.lexists(store):
         raise StoreError(f"no results store at {store}: the path does not exist")
     raise StoreError(
@@ -213,19 +218,6 @@ class _Replaced(Exception):
     """The store was replaced (or its manifest changed) while it was being read: read again."""
 
 
-def _identity(store: pathlib.Path) -> tuple[Any, ...] | None:
-    """What changes when a save swaps another store in: the folder's inode and the manifest's bytes."""
-    try:
-        st = os.stat(store)
-    except OSError:
-        return None
-    try:
-        manifest = (store / MANIFEST).read_bytes()
-    except OSError:
-        manifest = None
-    return (st.st_dev, st.st_ino, _stat.S_IFMT(st.st_mode), manifest)
-
-
 def _checked_snapshot(store: pathlib.Path, *, lazy: bool = False) -> tuple[dict[str, bytes], Deferred | None]:
     """Every file of the store (relative path -> bytes), checked against its manifest; with ``lazy``,
     the pair variables' chunk files left to read when used (their sizes checked), as a :class:`Deferred`.
@@ -234,7 +226,7 @@ def _checked_snapshot(store: pathlib.Path, *, lazy: bool = False) -> tuple[dict[
     schema or is damaged, and :class:`_Replaced` when a check failed because
     the store was replaced while it was being read.
     """
-    before = _identity(store)
+    before = store_identity(store)
     if before is None:
         if siblings(store, "old"):  # a save is between its two renames: the new store comes next
             raise _Replaced()
@@ -248,9 +240,9 @@ def _checked_snapshot(store: pathlib.Path, *, lazy: bool = False) -> tuple[dict[
         files["zarr.json"] = root
         listed = check_manifest(store, files, sizes=sizes)
         if sizes:
-            deferred = Deferred(store, {rel: listed[rel] for rel in sizes}, identity=before, identify=_identity)
+            deferred = Deferred(store, {rel: listed[rel] for rel in sizes}, identity=before, identify=store_identity)
     except (StoreError, OSError) as exc:
-        if _identity(store) != before:
+        if store_identity(store) != before:
             raise _Replaced() from exc
         if not isinstance(exc, StoreError):  # (a StoreError is an OSError too)
             raise StoreError(f"could not read results store {store}: {describe(exc)}") from exc

@@ -1,0 +1,70 @@
+"""One batch of a store's residual pairs read, checked and cut into its streams, on the worker that reads it.
+
+An extension on a cluster has its workers read the stored pairs (issue 22: the client holds none of them):
+:func:`read_and_cut` reads pairs ``lo … hi − 1`` from the store's folder (:class:`~pickscale.store.pair_chunks.
+PairSource`, every chunk file checked against the manifest the store was opened with), makes SPEC §15's checks
+of that batch (:class:`~pickscale.store.pair_rules.PairRules`) and cuts it into the (dataset, model, phase)
+streams whose statistics the extension times again; the shares stay where they were cut, for the stream tasks.
+What the client needs to make the checks across batches is the batch's :class:`Report`.
+
+Loaded on workers: numpy and Zarr only (no xarray, as for :mod:`pickscale.engine.parts`).
+
+Examples
+--------
+>>> import pathlib, tempfile, pandas as pd, pickscale
+>>> from pickscale.store import open_results
+>>> from pickscale.store.consistency import stored_options
+>>> from pickscale.store.pair_chunks import PAIR_SOURCE
+>>> from pickscale.store.pair_rules import PairRules
+>>> ref = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "S"], "time": [10.0, 20.0]})
+>>> picks = ref.assign(time=[10.1, 19.9], conf=[0.9, 0.8], model="m")
+>>> target = pickscale.save(pickscale.score(ref, picks), pathlib.Path(tempfile.mkdtemp()) / "results.zarr")
+>>> stored = open_results(target)
+>>> cut = read_and_cut(stored.encoding[PAIR_SOURCE], PairRules(target, stored, stored_options(target, stored.attrs)),
+...                    0, 2)
+>>> cut[0]["residual_ns"].tolist(), cut[1]["residual_ns"].tolist(), report_of(cut).sizes
+([100000000], [-100000000], {0: 1, 1: 1})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..store.pair_chunks import PairSource
+from ..store.pair_rules import BatchFacts, PairRules
+
+__all__ = ["Report", "read_and_cut", "report_of"]
+
+
+@dataclass
+class Report(BatchFacts):
+    """A task's :class:`BatchFacts` without its columns, and its pairs per stream (``sizes``)."""
+
+    sizes: dict[int, int] = field(default_factory=dict)
+
+
+def read_and_cut(source: PairSource, rules: PairRules, lo: int, hi: int) -> dict[Any, Any]:
+    """On a worker: pairs ``lo … hi − 1`` read, checked, and cut into their streams' :data:`SHARE_COLUMNS`
+    (``{stream: share}``, streams coded on the store's coordinates), with the check's report under ``None``."""
+    batch = source.read(rules.names, lo, hi)
+    facts = rules.check(lo, batch)
+    d, m, p = (facts.derived[k] for k in ("pair_dataset", "pair_model", "pair_phase"))
+    stream = (d * rules.nm + m) * 2 + p
+    columns = {"residual_ns": facts.derived["residual_ns"], "conf": batch["pair_conf"].astype(np.float64)}
+    if (np.diff(stream) < 0).any():  # (segments each begin the order again)
+        order = np.argsort(stream, kind="stable")
+        stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
+    cuts = np.flatnonzero(np.diff(stream)) + 1
+    out: dict[Any, Any] = {int(stream[a]): {k: v[a:b] for k, v in columns.items()}
+                           for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]) if b > a}
+    out[None] = Report(lo=facts.lo, rows=facts.rows, derived={}, first=facts.first, last=facts.last, at=facts.at,
+                        counts=facts.counts, sizes={code: int(share["conf"].size) for code, share in out.items()})
+    return out
+
+
+def report_of(cut: dict[Any, Any]) -> Report:
+    """The :class:`Report` of a batch :func:`read_and_cut` cut."""
+    return cut[None]
