@@ -91,5 +91,6 @@ def pair_source(store: pathlib.Path, files: Mapping[str, bytes], deferred: Defer
     """The :class:`PairSource` of the pair variables ``names`` of a store opened from ``files`` (every file
     read, checked) with ``deferred`` (their chunk files, left to read; a chunk Zarr did not write, all fill
     values, has none)."""
-    return PairSource(store=os.fspath(store), metadata={f"{n}/zarr.json": files[f"{n}/zarr.json"] for n in names},
+    # (absolute: a worker started in another folder reads the same store)
+    return PairSource(store=os.fspath(pathlib.Path(store).absolute()), metadata={f"{n}/zarr.json": files[f"{n}/zarr.json"] for n in names},
                       entries=dict(deferred.entries), identity=deferred.identity, identify=deferred.identify)

@@ -133,6 +133,17 @@ def test_workers_that_read_the_stored_pairs_load_no_xarray(tmp_path):
     same(pickscale.score(ref, picks), there)
 
 
+def test_a_store_opened_by_a_relative_path_is_read_by_its_absolute_one(tmp_path, monkeypatch):
+    # (a worker started in another folder must read the same store, not one of the same name there)
+    target, _, _ = _stored_half(tmp_path)
+    monkeypatch.chdir(target.parent)
+    source = open_results(target.name).encoding[PAIR_SOURCE]
+    assert source.store == str(target.absolute())
+    monkeypatch.chdir(tmp_path.parent)
+    np.testing.assert_array_equal(source.read(("residual",), 0, 5)["residual"],
+                                  open_results(target)["residual"].values[:5])
+
+
 def test_one_task_s_batch_and_the_client_s_checks_across_batches_give_the_whole_verdict(tmp_path):
     # What a worker runs (read, check, cut) and what the client adds, in one process.
     target, _, _ = _stored_half(tmp_path)
