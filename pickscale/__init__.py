@@ -19,8 +19,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ._lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -65,13 +64,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # next time: a plain attribute
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

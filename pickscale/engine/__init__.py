@@ -17,8 +17,7 @@ dask.dataframe.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_names
 
 _LAZY = {
     "score": "run",
@@ -37,11 +36,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

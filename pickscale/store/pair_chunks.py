@@ -92,5 +92,6 @@ def pair_source(store: pathlib.Path, files: Mapping[str, bytes], deferred: Defer
     read, checked) with ``deferred`` (their chunk files, left to read; a chunk Zarr did not write, all fill
     values, has none)."""
     # (absolute: a worker started in another folder reads the same store)
-    return PairSource(store=os.fspath(pathlib.Path(store).absolute()), metadata={f"{n}/zarr.json": files[f"{n}/zarr.json"] for n in names},
+    return PairSource(store=os.fspath(pathlib.Path(store).absolute()),
+                      metadata={f"{n}/zarr.json": files[f"{n}/zarr.json"] for n in names},
                       entries=dict(deferred.entries), identity=deferred.identity, identify=deferred.identify)
