@@ -76,11 +76,10 @@ class PairSource:
         """Pairs ``lo … hi − 1`` of each variable in ``names``, every chunk file they touch checked whole against
         the manifest (:class:`~pickscale.store.checked.Deferred`: a :class:`~pickscale.errors.StoreError` when it
         differs).  Raises :class:`NotHere` where the store's folder cannot be seen."""
-        import zarr  # (imported by the task that reads, on a worker)
-
         folder = pathlib.Path(self.store)
         if not os.path.isdir(folder):
             raise NotHere(f"results store {self.store} is not on this host's file system")
+        import zarr  # (imported by the task that reads, on a worker)
         memory = CheckedStore(dict(self.metadata), Deferred(folder, self.entries, identity=self.identity,
                                                             identify=self.identify))
         return {name: np.asarray(zarr.open_array(store=memory, path=name, mode="r")[lo:hi]) for name in names}

@@ -328,3 +328,38 @@ def test_a_process_pinned_to_one_cpu_starts_one_worker(tmp_path):
     assert got["size"] == {"n_workers": 1, "threads_per_worker": 1, "memory_limit": got["MEMORY_LIMIT"]}
     assert got["n"] == 1 and got["threads"] == [1], got
     assert got["memory"] == [got["MEMORY_LIMIT"] // got["n"]], got
+
+
+@pytest.mark.cluster
+def test_extend_on_a_scheduler_file_has_its_workers_read_the_stored_pairs(sched_file, tmp_path):
+    # The worker was started in another folder than the command, which names its store by a relative path: the
+    # worker reads the stored pairs by the store's absolute path (issue 22, item 3), and the extended tables are
+    # one run's over the whole catalogue.
+    from distributed import Client
+
+    from tests.helpers.extend import DAY, START, stretches
+
+    ref, picks = stretches(2)
+    cut = START + DAY
+    parts = {"first": (ref[ref.time < cut], picks[picks.time < cut]),
+             "second": (ref[ref.time >= cut], picks[picks.time >= cut]), "whole": (ref, picks)}
+    for name, (r, p) in parts.items():
+        r.to_csv(tmp_path / f"{name}_reference.csv", index=False)
+        p.to_csv(tmp_path / f"{name}_picks.csv", index=False)
+
+    def inputs(name: str) -> list[str]:
+        return ["--reference", str(tmp_path / f"{name}_reference.csv"), "--picks", str(tmp_path / f"{name}_picks.csv")]
+
+    with Client(scheduler_file=str(sched_file), timeout="60s", set_as_default=False) as client:
+        assert not any(client.run(lambda: "zarr" in sys.modules).values())  # (scoring loads no Zarr on a worker)
+    assert main(["score", *inputs("first"), "--out", str(tmp_path / "store"), "--no-figures", "--quiet"]) == 0
+    assert main(["score", *inputs("whole"), "--out", str(tmp_path / "whole"), "--no-figures", "--quiet"]) == 0
+    done = _command(["extend", "store", *inputs("second"), "--scheduler-file", str(sched_file), "--no-figures",
+                     "--quiet"], _clean_env(), tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_same_csv(_tables(tmp_path / "store"), _tables(tmp_path / "whole"))
+    with Client(scheduler_file=str(sched_file), timeout="60s", set_as_default=False) as client:
+        read = client.run(lambda: "zarr" in sys.modules)
+        worker_cwd = set(client.run(os.getcwd).values())
+    assert all(read.values())  # (the stored pairs were read by the worker: it loaded Zarr to read them)
+    assert str(tmp_path) not in worker_cwd
