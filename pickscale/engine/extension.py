@@ -22,7 +22,7 @@ import contextvars
 import functools
 import os
 import pathlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +32,7 @@ from ..errors import InputError, StoreError
 from ..options import Options
 from ..results.bootstrap import bootstrap
 from ..results.derived import edge_warnings
-from ..results.extend import EXACT_FIELDS, appended_pairs, merge_results
+from ..results.extend import EXACT_FIELDS, appended_pairs, merge_results, merged_index
 from ..results.variables import residual_ns as residual_ns_of
 from ..store import read_lazily, reserved, save
 from ..store.consistency import PairCheck, stored_options
@@ -45,7 +45,8 @@ from .extent import arrival_spans, digest_of, facts_of, reference_digest
 from .pairs import PairColumns, is_current, statistics_of, streams_of
 from .run import run_keywords
 from .stages import execute, finalize, prepare
-from .stored_pairs import StoredShares, stream_map
+from .stored_batches import placed
+from .stored_pairs import StoredShares, merged_on_workers, stream_map
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -266,7 +267,9 @@ def _extended(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[st
         attrs.pop(SEGMENTS, None)
         check = None if store is None else PairCheck(store, stored, stored_options(store, stored.attrs))
         merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
-                               streams=functools.partial(_streams, client=client, options=options, check=check))
+                               streams=functools.partial(_streams, client=client, options=options, check=check,
+                                                         stored=stored, store=store, new=new, new_pairs=new_pairs,
+                                                         replaced=replaced))
     else:
         # The new pairs are appended as a segment of their own: the stored ones are read (and checked) once
         # for the merged statistics, never sorted or written again (SPEC §11).
@@ -364,15 +367,41 @@ def _appended(stored: xr.Dataset, new: xr.Dataset, datasets: list[str], models: 
     return PairColumns(data=data, statistics=timing.result())
 
 
-def _streams(shares_of: Callable[..., dict[int, list[Any]]], n_datasets: int, n_models: int, *, client: Any,
-             options: Options, check: Any = None) -> PairColumns:
-    """The merged streams' pairs and statistics (:func:`~pickscale.engine.pairs.streams_of`).
+def _streams(shares_of: Callable[..., dict[int, list[Any]]], datasets: list[str], models: list[str],
+             stations: list[str], *, client: Any, options: Options, check: Any = None, stored: Any = None,
+             store: Any = None, new: Any = None, new_pairs: PairColumns | None = None,
+             replaced: Mapping[str, list[str]] | None = None) -> PairColumns:
+    """The merged streams' pairs and statistics (:func:`~pickscale.engine.pairs.streams_of`) of an extension
+    that merges every pair into one segment again (a stored model replaced).
 
-    ``shares_of``: :func:`pickscale.results.extend.stream_shares` on both sides, which reads their pairs a
-    batch at a time; each share is sent to the cluster as it is cut (when there is one), so this process
-    holds one batch of pairs at a time; ``check``: a :class:`~pickscale.store.consistency.PairCheck` of the
-    stored pairs, fed every stored batch as it is read.
+    On a cluster, with ``stored`` opened from ``store`` (its pairs left to read) and the new run's pairs held
+    by its stream tasks (``new_pairs``): the workers read, check and cut the stored pairs
+    (:func:`~pickscale.engine.stored_pairs.merged_on_workers`, those of each ``replaced`` (dataset, model) left
+    out) and the new run's stay where they are, their stations put on the merged coordinates there
+    (:func:`~pickscale.engine.stored_batches.placed`): this process holds no pair.  Otherwise ``shares_of``:
+    :func:`pickscale.results.extend.stream_shares` on both sides, which reads their pairs here a batch at a
+    time; each share is sent to the cluster as it is cut (when there is one), so this process holds one batch
+    of pairs at a time; ``check``: a :class:`~pickscale.store.consistency.PairCheck` of the stored pairs, fed
+    every stored batch as it is read.
     """
+    n_datasets, n_models = len(datasets), len(models)
+    there = None
+    if (client is not None and check is not None and new_pairs is not None
+            and all(code in new_pairs.tasks for code in new_pairs.sizes)):
+        there = merged_on_workers(stored, store, client, replaced=replaced or {}, datasets=datasets,
+                                  models=models, stations=stations)
+    if there is not None:
+        assert new_pairs is not None
+        shares, totals = {c: list(v) for c, v in there.shares.items()}, dict(there.sizes)
+        merged_code = stream_map(new, datasets=datasets, models=models)
+        s_of = merged_index(new["station"].values, stations)
+        for code, size in new_pairs.sizes.items():
+            shares.setdefault(merged_code(code), []).extend(
+                client.submit(placed, held, s_of, pure=False) for held in new_pairs.tasks[code])
+            totals[merged_code(code)] = totals.get(merged_code(code), 0) + size
+        return streams_of(dict(sorted(shares.items())), client, options=options, n_datasets=n_datasets,
+                          n_models=n_models, totals=totals)
+
     def put(share: dict[str, Any]) -> Any:
         # One future per share (a dict given to scatter would be scattered value by value, keyed by its keys).
         return client.scatter([share], hash=False)[0]

@@ -36,7 +36,7 @@ import numpy as np
 from ..store.pair_chunks import PairSource
 from ..store.pair_rules import BatchFacts, PairRules
 
-__all__ = ["Report", "read_and_cut", "report_of"]
+__all__ = ["Report", "Merged", "read_and_cut", "placed", "report_of"]
 
 
 @dataclass
@@ -46,14 +46,37 @@ class Report(BatchFacts):
     sizes: dict[int, int] = field(default_factory=dict)
 
 
-def read_and_cut(source: PairSource, rules: PairRules, lo: int, hi: int) -> dict[Any, Any]:
-    """On a worker: pairs ``lo … hi − 1`` read, checked, and cut into their streams' :data:`SHARE_COLUMNS`
-    (``{stream: share}``, streams coded on the store's coordinates), with the check's report under ``None``."""
+@dataclass(frozen=True)
+class Merged:
+    """Where a batch's pairs go in an extension that merges every pair into one segment again (a stored model
+    replaced, SPEC §11): the merged index of each stored dataset, model and station (``d_of``, ``m_of``,
+    ``s_of``), the stored (dataset, model)s left out (``dropped``), and the merged models' count."""
+
+    d_of: np.ndarray
+    m_of: np.ndarray
+    s_of: np.ndarray
+    dropped: np.ndarray
+    n_models: int
+
+
+def read_and_cut(source: PairSource, rules: PairRules, lo: int, hi: int, merged: Merged | None = None
+                 ) -> dict[Any, Any]:
+    """On a worker: pairs ``lo … hi − 1`` read, checked, and cut into their streams (``{stream: share}``), with
+    the check's report under ``None``.  Without ``merged``: streams coded on the store's coordinates, each share
+    the ``residual_ns`` and ``conf`` a stream's statistics read; with it, on the merged coordinates, the pairs of
+    a dropped (dataset, model) left out, and each share every column a stream task puts in canonical order
+    (``station`` on the merged stations, ``residual_ns``, ``conf``, ``group``)."""
     batch = source.read(rules.names, lo, hi)
     facts = rules.check(lo, batch)
-    d, m, p = (facts.derived[k] for k in ("pair_dataset", "pair_model", "pair_phase"))
-    stream = (d * rules.nm + m) * 2 + p
+    d, m, p, s = (facts.derived[k] for k in ("pair_dataset", "pair_model", "pair_phase", "pair_station"))
     columns = {"residual_ns": facts.derived["residual_ns"], "conf": batch["pair_conf"].astype(np.float64)}
+    if merged is None:
+        stream = (d * rules.nm + m) * 2 + p
+    else:
+        keep = ~merged.dropped[d, m]
+        stream = ((merged.d_of[d] * merged.n_models + merged.m_of[m]) * 2 + p)[keep]
+        columns = {"station": merged.s_of[s][keep].astype(np.int32), **{k: v[keep] for k, v in columns.items()},
+                   "group": np.zeros(int(keep.sum()), np.int32)}  # (SPEC §14: stores with groups are not extended)
     if (np.diff(stream) < 0).any():  # (segments each begin the order again)
         order = np.argsort(stream, kind="stable")
         stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
@@ -61,8 +84,16 @@ def read_and_cut(source: PairSource, rules: PairRules, lo: int, hi: int) -> dict
     out: dict[Any, Any] = {int(stream[a]): {k: v[a:b] for k, v in columns.items()}
                            for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]) if b > a}
     out[None] = Report(lo=facts.lo, rows=facts.rows, derived={}, first=facts.first, last=facts.last, at=facts.at,
-                        counts=facts.counts, sizes={code: int(share["conf"].size) for code, share in out.items()})
+                       counts=facts.counts, sizes={code: int(share["conf"].size) for code, share in out.items()})
     return out
+
+
+def placed(held: Any, s_of: np.ndarray) -> dict[str, np.ndarray]:
+    """On a worker: a new run's stream task's pairs (its result: the columns in canonical order, and their
+    statistics) with their stations on the merged coordinates (``s_of``: each of the run's stations' merged
+    index), as :func:`read_and_cut` gives a stored batch's."""
+    columns = held[0] if isinstance(held, tuple) else held
+    return {**columns, "station": s_of[columns["station"]].astype(np.int32)}
 
 
 def report_of(cut: dict[Any, Any]) -> Report:

@@ -40,15 +40,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..results.extend import stream_shares
+from ..results.extend import merged_index, stream_shares
 from ..store.consistency import PairCheck, stored_options
 from ..store.pair_chunks import PAIR_SOURCE, NotHere, PairSource
-from .stored_batches import Report, read_and_cut, report_of
+from .stored_batches import Merged, Report, read_and_cut, report_of
 
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["StoredShares", "Shares", "SHARE_COLUMNS", "stream_map"]
+__all__ = ["StoredShares", "Shares", "SHARE_COLUMNS", "stream_map", "merged_on_workers"]
 
 #: What a stream's statistics read of each share (:func:`pickscale.engine.pairs.stream_statistics`).
 SHARE_COLUMNS = ("residual_ns", "conf")
@@ -182,25 +182,27 @@ def _ranges(source: PairSource) -> list[tuple[int, int]]:
     return [(lo, min(lo + step, source.rows)) for lo in range(0, source.rows, step)]
 
 
-def _on_workers(source: PairSource, check: PairCheck, client: Any, stop: threading.Event) -> Shares:
+def _on_workers(source: PairSource, check: PairCheck, client: Any, stop: threading.Event,
+                merged: Merged | None = None) -> Shares:
     """The stored pairs read, checked and cut where they are used: one task per range of pairs (:func:`_ranges`)
     reads its pairs from the store (:meth:`PairSource.read`, checked against the manifest), makes the checks of
     a batch (:meth:`PairRules.check`) and cuts it into its streams' shares, which stay on its worker; this
     process makes the checks across batches from what each task reports (its first and last pairs, its pairs
     per station and level: the size of the per-station results) and holds no pair.  Raises :class:`NotHere`
-    when a worker cannot see the store's folder."""
+    when a worker cannot see the store's folder.  ``merged``: the streams and shares on the merged coordinates
+    of an extension that merges every pair again (:class:`~pickscale.engine.stored_batches.Merged`)."""
     held: list[Any] = []  # (every future made here: let go on an error, which a caller may keep with its frames)
     try:
-        return _checked_on_workers(source, check, client, stop, held)
+        return _checked_on_workers(source, check, client, stop, held, merged)
     except BaseException:
         held.clear()
         raise
 
 
 def _checked_on_workers(source: PairSource, check: PairCheck, client: Any, stop: threading.Event,
-                        held: list[Any]) -> Shares:
+                        held: list[Any], merged: Merged | None) -> Shares:
     rules = client.scatter(check.rules, broadcast=False, hash=False)
-    tasks = [client.submit(read_and_cut, source, rules, lo, hi, pure=False) for lo, hi in _ranges(source)]
+    tasks = [client.submit(read_and_cut, source, rules, lo, hi, merged, pure=False) for lo, hi in _ranges(source)]
     reports = [client.submit(report_of, task, pure=False) for task in tasks]
     held += [rules, *tasks, *reports]
     del rules
@@ -225,3 +227,25 @@ def _checked_on_workers(source: PairSource, check: PairCheck, client: Any, stop:
             shares.setdefault(code, []).append(client.submit(operator.getitem, tasks[at], code, pure=False))
             sizes[code] = sizes.get(code, 0) + size
     return Shares(shares=dict(sorted(shares.items())), sizes=sizes)
+
+
+def merged_on_workers(stored: xr.Dataset, store: Any, client: Any, *, replaced: Any, datasets: list[str],
+                      models: list[str], stations: list[str]) -> Shares | None:
+    """The stored pairs of an extension that merges every pair into one segment again (a stored model
+    replaced), read, checked and cut on the merged coordinates by the workers (:func:`_on_workers`), the
+    pairs of each replaced (dataset, model) left out; None when the workers cannot see the store's folder (or
+    ``stored`` is not a store opened with its pairs left to read): the caller reads them."""
+    source = stored.encoding.get(PAIR_SOURCE)
+    if source is None or store is None or client is None:
+        return None
+
+    names = [str(v) for v in stored["dataset"].values], [str(v) for v in stored["model"].values]
+    dropped = np.array([[model in replaced.get(name, ()) for model in names[1]] for name in names[0]], dtype=bool)
+    merged = Merged(d_of=merged_index(names[0], datasets), m_of=merged_index(names[1], models),
+                    s_of=merged_index(stored["station"].values, stations), dropped=dropped.reshape(len(names[0]), -1),
+                    n_models=len(models))
+    check = PairCheck(store, stored, stored_options(store, stored.attrs))
+    try:
+        return _on_workers(source, check, client, threading.Event(), merged)
+    except NotHere:
+        return None

@@ -53,7 +53,8 @@ from .rates import merged_rates
 from .variables import STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
 
-__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "appended_pairs",
+__all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "merged_index",
+           "appended_pairs",
            "union_edges",
            "bin_starts_ns", "BATCH_ROWS"]
 
@@ -251,6 +252,17 @@ BATCH_ROWS = 2**20
 _PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
 
 
+def merged_index(values: Any, into: list[str]) -> np.ndarray:
+    """Each of a side's coordinate ``values``' index into the merged coordinate ``into`` (−1: not in it); both
+    sorted, so the map is monotone.
+
+    >>> merged_index(["b", "d"], ["a", "b", "c", "d"]).tolist()
+    [1, 3]
+    """
+    at = {name: i for i, name in enumerate(into)}
+    return np.array([at.get(str(v), -1) for v in values], dtype=np.int64)
+
+
 def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mapping[str, list[str]],
                   datasets: list[str], models: list[str], stations: list[str], rows: int = BATCH_ROWS,
                   check: Callable[[int, Mapping[str, np.ndarray]], Mapping[str, np.ndarray] | None] | None = None,
@@ -270,11 +282,7 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mappi
     future of it on the extension's cluster; default: the share itself).  The stream task sorts a stream's
     shares together, so how they are cut does not change the merged pairs.
     """
-    def index(values: Any, into: list[str]) -> np.ndarray:
-        """Each side's coordinate value's index into the merged one (both sorted: the map is monotone)."""
-        at = {name: i for i, name in enumerate(into)}
-        return np.array([at.get(str(v), -1) for v in values], dtype=np.int64)
-
+    index = merged_index
     nm = len(models)
     out: dict[int, list[Any]] = {}
     for side, ds in enumerate((stored, new)):
@@ -384,7 +392,8 @@ def _on_table(values: np.ndarray, table: np.ndarray | None, dtype: Any) -> np.nd
 def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
                   replaced: Mapping[str, list[str]] | None = None,
                   attrs: Mapping[str, Any] | None = None,
-                  streams: Callable[[Callable[..., dict[int, list[Any]]], int, int], Any] | None = None,
+                  streams: Callable[[Callable[..., dict[int, list[Any]]], list[str], list[str], list[str]], Any]
+                  | None = None,
                   pairs: Callable[[list[str], list[str], list[str]], Any] | None = None,
                   ) -> xr.Dataset:
     """The results of ``stored`` and ``new`` together (same options), every metric derived again.
@@ -394,7 +403,7 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     ``d`` whose counts are dropped (the new run's take their place).
     ``attrs``: the merged Dataset's attributes (default: the stored ones).
     ``streams``: how the pairs are merged and timed -- called with :func:`stream_shares` on both sides (its
-    keywords ``check`` and ``put`` left to give), the number of datasets and of models, it returns the
+    keywords ``check`` and ``put`` left to give) and the merged datasets, models and stations, it returns the
     merged pairs and their statistics
     (:func:`pickscale.engine.pairs.streams_of`: on the extension's cluster, where the pairs then stay);
     by default they are merged here, station by station, with the counts.
@@ -440,6 +449,6 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     elif streams is not None:
         shares_of = functools.partial(stream_shares, stored, new, replaced=replaced or {}, datasets=datasets,
                                       models=models, stations=stations)
-        merged_pairs = streams(shares_of, len(datasets), len(models))
+        merged_pairs = streams(shares_of, datasets, models, stations)
     rates = merged_rates(stored, new, replaced=replaced)  # SPEC §20: picks added, days united
     return assemble(per_dataset, options=options, attrs=out_attrs, pairs=merged_pairs, rates=rates)

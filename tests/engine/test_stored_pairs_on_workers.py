@@ -15,6 +15,7 @@ import sys
 import threading
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import pickscale
@@ -27,6 +28,7 @@ from pickscale.store.checked import Deferred
 from pickscale.store.pair_chunks import PAIR_SOURCE, NotHere
 from tests.engine.test_extend_on_cluster import _stored_half
 from tests.helpers.checks import start_cluster
+from tests.helpers.extend import DAY, START
 from tests.helpers.stores import edit_array
 from tests.results.test_extend import same
 
@@ -64,6 +66,25 @@ def test_the_workers_read_the_stored_pairs_and_the_client_none(client, tmp_path,
         there = there.load()
     same(here, there)
     same(pickscale.score(ref, picks), there)
+
+
+@pytest.mark.cluster
+def test_a_replaced_model_s_extension_has_the_workers_read_the_stored_pairs(client, tmp_path, reads):
+    # A stored model scored again (replace): every pair is merged into one segment again, the replaced model's
+    # stored pairs left out -- by the workers that read them, the new run's where its stream tasks hold them.
+    target, _, (ref, picks) = _stored_half(tmp_path)
+    first = picks.time < START + DAY
+    again = ref[ref.time < START + DAY], picks[first & (picks.model == "m1")].assign(conf=lambda p: p.conf * 0.9)
+    here = extended(open_results(target), *again, store=target, replace=True)  # no cluster: read here
+    assert reads
+    reads.clear()
+    with client.as_current():
+        there = extended(open_results(target), *again, store=target, replace=True, client=client)
+        assert reads == []  # (every stored pair was read by a worker)
+        there = there.load()
+    same(here, there)
+    kept = picks[~first | (picks.model != "m1")]
+    same(pickscale.score(ref[ref.time < START + DAY], pd.concat([again[1], kept[kept.time < START + DAY]])), there)
 
 
 @pytest.mark.cluster
