@@ -77,6 +77,8 @@ def read_and_cut(source: PairSource, rules: PairRules, lo: int, hi: int, merged:
         stream = ((merged.d_of[d] * merged.n_models + merged.m_of[m]) * 2 + p)[keep]
         columns = {"station": merged.s_of[s][keep].astype(np.int32), **{k: v[keep] for k, v in columns.items()},
                    "group": np.zeros(int(keep.sum()), np.int32)}  # (SPEC §14: stores with groups are not extended)
+        if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
+            raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
     if (np.diff(stream) < 0).any():  # (segments each begin the order again)
         order = np.argsort(stream, kind="stable")
         stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
@@ -93,7 +95,10 @@ def placed(held: Any, s_of: np.ndarray) -> dict[str, np.ndarray]:
     statistics) with their stations on the merged coordinates (``s_of``: each of the run's stations' merged
     index), as :func:`read_and_cut` gives a stored batch's."""
     columns = held[0] if isinstance(held, tuple) else held
-    return {**columns, "station": s_of[columns["station"]].astype(np.int32)}
+    station = s_of[columns["station"]]
+    if station.size and station.min() < 0:
+        raise RuntimeError("internal error: a pair of a station the merged results do not hold")
+    return {**columns, "station": station.astype(np.int32)}
 
 
 def report_of(cut: dict[Any, Any]) -> Report:
