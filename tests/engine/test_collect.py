@@ -37,14 +37,18 @@ def test_pieces_on_a_cluster_come_back_joined_and_are_then_released():
     want = combine_partials(*_pieces(o))
     cluster, client = start_cluster(1)
     try:
-        tops = [client.submit(lambda p: p, piece, pure=False) for piece in _pieces(o)]
+        pieces = _pieces(o)
+        tops = [client.submit(lambda p: p, piece, pure=False) for piece in pieces]
         keys = [t.key for t in tops]
+        # (a piece without stations has no fields to hold: its future goes with the client's own handle, and
+        # whether the scheduler has heard of that yet when asked below is a race)
+        holding = [key for key, piece in zip(keys, pieces) if piece.stacks]
         small = bring_back(tops, client)  # small: gathered whole, joined on the client
         _equal_partials(small, copy.deepcopy(want), pairs=False)
         back = bring_back(tops, client, batch_bytes=300)  # as if large: fields fetched in small batches
         del tops  # the client's own handles: what is left is the fields' hold
         assert all(isinstance(s.fields, JoinedFields) for s in back.stacks.values())
-        assert set(keys) <= set(client.who_has())  # still on the cluster: nothing was fetched yet
+        assert holding and set(holding) <= set(client.who_has())  # still on the cluster: nothing was fetched yet
         _equal_partials(back, want, pairs=False)  # takes every field out
         deadline = time.monotonic() + 10
         while set(keys) & set(client.who_has()) and time.monotonic() < deadline:
