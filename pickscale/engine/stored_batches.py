@@ -36,7 +36,7 @@ import numpy as np
 from ..store.pair_chunks import PairSource
 from ..store.pair_rules import BatchFacts, PairRules
 
-__all__ = ["Report", "Merged", "read_and_cut", "placed", "report_of"]
+__all__ = ["Report", "Merged", "read_and_cut", "by_stream", "placed", "report_of"]
 
 
 @dataclass
@@ -79,15 +79,26 @@ def read_and_cut(source: PairSource, rules: PairRules, lo: int, hi: int, merged:
                    "group": np.zeros(int(keep.sum()), np.int32)}  # (SPEC §14: stores with groups are not extended)
         if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
             raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
-    if (np.diff(stream) < 0).any():  # (segments each begin the order again)
-        order = np.argsort(stream, kind="stable")
-        stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
-    cuts = np.flatnonzero(np.diff(stream)) + 1
-    out: dict[Any, Any] = {int(stream[a]): {k: v[a:b] for k, v in columns.items()}
-                           for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]) if b > a}
+    out: dict[Any, Any] = dict(by_stream(stream, columns))
     out[None] = Report(lo=facts.lo, rows=facts.rows, derived={}, first=facts.first, last=facts.last, at=facts.at,
                        counts=facts.counts, sizes={code: int(share["conf"].size) for code, share in out.items()})
     return out
+
+
+def by_stream(stream: np.ndarray, columns: dict[str, np.ndarray]) -> list[tuple[int, dict[str, np.ndarray]]]:
+    """A batch of pairs cut into its streams: ``(stream, share)`` in stream order, each share the rows of
+    ``columns`` of one stream code in ``stream``, in their order (a canonical batch is stream-ordered already,
+    its shares slices; segments each begin the order again: then sorted, stably).
+
+    >>> [(code, share["x"].tolist()) for code, share in by_stream(np.array([3, 1, 3]), {"x": np.array([7, 8, 9])})]
+    [(1, [8]), (3, [7, 9])]
+    """
+    if (np.diff(stream) < 0).any():
+        order = np.argsort(stream, kind="stable")
+        stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
+    cuts = np.flatnonzero(np.diff(stream)) + 1
+    return [(int(stream[a]), {k: v[a:b] for k, v in columns.items()})
+            for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]) if b > a]
 
 
 def placed(held: Any, s_of: np.ndarray) -> dict[str, np.ndarray]:

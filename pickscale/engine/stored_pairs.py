@@ -177,9 +177,9 @@ TASK_ROWS = 2**18
 
 def _ranges(source: PairSource) -> list[tuple[int, int]]:
     """The pairs each task reads: whole chunks of the store, at most :data:`TASK_ROWS` (or one chunk)."""
-    chunk = source.chunk_rows
+    chunk, rows = source.chunk_rows, source.rows
     step = max(chunk * max(TASK_ROWS // chunk, 1), 1) if TASK_ROWS >= chunk else max(TASK_ROWS, 1)
-    return [(lo, min(lo + step, source.rows)) for lo in range(0, source.rows, step)]
+    return [(lo, min(lo + step, rows)) for lo in range(0, rows, step)]
 
 
 def _on_workers(source: PairSource, check: PairCheck, client: Any, stop: threading.Event,

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..engine.stored_batches import by_stream
 from ..errors import InputError, StoreError
 from ..kernel import PER_STATION, StationStack, add_fine, score_station
 from ..kernel.bins import bin_edges
@@ -314,17 +315,9 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mappi
                 stream, columns = stream[keep], {k: v[keep] for k, v in columns.items()}
             if stream.size and (stream.min() < 0 or columns["station"].min() < 0):
                 raise RuntimeError("internal error: a pair of a model or station the merged results do not hold")
-            step = np.diff(stream)
-            if (step < 0).any():  # (a canonical side is stream-ordered already: its shares are slices)
-                order = np.argsort(stream, kind="stable")
-                stream, columns = stream[order], {k: v[order] for k, v in columns.items()}
-                step = np.diff(stream)
-            cuts = np.flatnonzero(step) + 1
-            for a, b in zip(np.r_[0, cuts], np.r_[cuts, stream.size]):
-                if b > a:
-                    share = {k: v[a:b] for k, v in columns.items()}
-                    out.setdefault(int(stream[a]), []).append(share if put is None else put(share))
-            del columns, stream, step
+            for code, share in by_stream(stream, columns):
+                out.setdefault(code, []).append(share if put is None else put(share))
+            del columns, stream
     return dict(sorted(out.items()))
 
 

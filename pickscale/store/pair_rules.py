@@ -44,6 +44,7 @@ __all__ = ["PairRules", "BatchFacts", "ORDER", "PAIR_NAMES", "descending"]
 #: The stored pair variables a check reads (``pair_group`` too with ``group_by``), in canonical-order rank.
 PAIR_NAMES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
 
+
 class PairRules:
     """What SPEC §15's checks of one batch of pairs need of a store (its sizes, present models, scored stations
     and options; nothing that grows with the pairs): sent with each batch where it is read.
