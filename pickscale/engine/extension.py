@@ -32,7 +32,7 @@ from ..errors import InputError, StoreError
 from ..options import Options
 from ..results.bootstrap import bootstrap
 from ..results.derived import edge_warnings
-from ..results.extend import EXACT_FIELDS, appended_pairs, merge_results, merged_index
+from ..results.extend import EXACT_FIELDS, StoredSide, appended_pairs, merge_results, merged_index, stored_side
 from ..results.variables import residual_ns as residual_ns_of
 from ..store import read_lazily, reserved, save
 from ..store.consistency import PairCheck, stored_options
@@ -228,6 +228,26 @@ def _checked(checking: concurrent.futures.Future[None] | None) -> None:
 def _extended(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str, Any], *, replace: bool,
               level: float | None, draws: int, seed: int, store: Any, client: Any,
               ahead: StoredShares | None, checking: concurrent.futures.Future[None] | None) -> xr.Dataset:
+    # What the merge reads of the store alone (its counts and its pick-rate runs, one per station and stretch
+    # of days picked: they grow with the store) is rebuilt on a thread while the new inputs are scored; an
+    # extension that replaces a model rebuilds it without that model, once it is known.
+    side: concurrent.futures.Future[StoredSide] | None = None
+    if not replace:
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-stored-side")
+        side = pool.submit(contextvars.copy_context().run, stored_side, stored)
+        pool.shutdown(wait=False)
+    try:
+        return _merged(stored, reference, picks, arguments, replace=replace, level=level, draws=draws, seed=seed,
+                       store=store, client=client, ahead=ahead, checking=checking, side=side)
+    finally:
+        if side is not None:
+            concurrent.futures.wait([side])  # (no thread left behind, whatever was refused meanwhile)
+
+
+def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str, Any], *, replace: bool,
+            level: float | None, draws: int, seed: int, store: Any, client: Any, ahead: StoredShares | None,
+            checking: concurrent.futures.Future[None] | None,
+            side: concurrent.futures.Future[StoredSide] | None) -> xr.Dataset:
     # The run's stages, keeping the normalised reference (in its buckets, where they are): the arrivals are
     # checked against the store's.
     run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)
@@ -235,6 +255,7 @@ def _extended(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[st
     new_pairs = executed.pairs  # (its sizes and stream tasks: what an appending extension times again)
     new = finalize(run, executed)
     _checked(checking)  # (nothing stored is read for the merge before the store passed its check)
+    prepared = None if side is None else side.result()
     reference_rows = run.reference
     assert reference_rows is not None  # (kept: keep_reference)
     same, replaced = _check_extent(stored, new, reference_rows, replace=replace)
@@ -288,7 +309,7 @@ def _extended(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[st
         try:
             merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
                                    pairs=functools.partial(_appended, stored, new, timing=timing, names=names,
-                                                           store=store, made=made))
+                                                           store=store, made=made), prepared=prepared)
         finally:
             concurrent.futures.wait([timing])  # (no thread left behind, whatever merging raised)
         merged.encoding[PAIR_PARTS] = made[0]

@@ -50,12 +50,12 @@ from ..options import Options
 from ..store.segments import PairParts
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .events import events_of, merge_event_counts
-from .rates import merged_rates
+from .rates import PickRates, merged_rates, rates_of
 from .variables import STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
 
 __all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "merged_index",
-           "appended_pairs",
+           "appended_pairs", "StoredSide", "stored_side",
            "union_edges",
            "bin_starts_ns", "BATCH_ROWS"]
 
@@ -382,13 +382,35 @@ def _on_table(values: np.ndarray, table: np.ndarray | None, dtype: Any) -> np.nd
     return (values if table is None else table[values]).astype(dtype, copy=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class StoredSide:
+    """What :func:`merge_results` reads of the stored side alone when no stored model is replaced: each
+    dataset's counts (pairs left out) and events, and the pick rates.  Rebuilding them reads every rate run
+    of the store (one per station and stretch of days picked), so an extension builds them while its new
+    inputs are scored (:func:`stored_side`), not after."""
+
+    counts: dict[str, DatasetCounts]
+    events: dict[str, Any]
+    rates: PickRates | None
+
+
+def stored_side(stored: xr.Dataset) -> StoredSide:
+    """:class:`StoredSide` of ``stored``: what :func:`merge_results` would rebuild of it with no model replaced
+    and the pairs merged elsewhere (its ``streams`` or ``pairs``)."""
+    datasets = [str(d) for d in stored["dataset"].values]
+    with_events = Options.from_attrs(stored.attrs["options"]).events
+    return StoredSide(counts={d: counts_of(stored, d, with_pairs=False) for d in datasets},
+                      events={d: events_of(stored, d) for d in datasets} if with_events else {},
+                      rates=rates_of(stored))
+
+
 def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
                   replaced: Mapping[str, list[str]] | None = None,
                   attrs: Mapping[str, Any] | None = None,
                   streams: Callable[[Callable[..., dict[int, list[Any]]], list[str], list[str], list[str]], Any]
                   | None = None,
                   pairs: Callable[[list[str], list[str], list[str]], Any] | None = None,
-                  ) -> xr.Dataset:
+                  prepared: StoredSide | None = None) -> xr.Dataset:
     """The results of ``stored`` and ``new`` together (same options), every metric derived again.
 
     ``same_arrivals[d]``: both sides scored the same arrivals of dataset ``d``
@@ -402,6 +424,8 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     by default they are merged here, station by station, with the counts.
     ``pairs``: instead of ``streams``, the merged pairs and their statistics from the merged coordinates
     (datasets, models, stations): an extension that appends its pairs (:func:`appended_pairs`).
+    ``prepared``: :func:`stored_side` of ``stored``, built beforehand; used when no stored model is replaced and
+    the pairs are merged by ``streams`` or ``pairs`` (what it was built for), else rebuilt here.
     """
     options = Options.from_attrs(stored.attrs["options"])
     given = Options.from_attrs(new.attrs["options"])
@@ -413,10 +437,13 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
     starts_a, starts_b = bin_starts_ns(stored), bin_starts_ns(new)
     datasets = sorted({str(d) for d in stored["dataset"].values} | {str(d) for d in new["dataset"].values})
     per_dataset = {}
+    with_pairs = streams is None and pairs is None
+    if prepared is not None and (with_pairs or any((replaced or {}).values())):
+        prepared = None  # (built for another merge: rebuilt here)
     for d in datasets:
         in_a, in_b = d in stored["dataset"].values, d in new["dataset"].values
-        with_pairs = streams is None and pairs is None
-        a = (counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ())), with_pairs=with_pairs) if in_a
+        a = ((prepared.counts[d] if prepared is not None else
+              counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ())), with_pairs=with_pairs)) if in_a
              else _empty())
         b = counts_of(new, d, with_pairs=with_pairs) if in_b else _empty()
         if not in_a:
@@ -429,7 +456,8 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
                                       same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b, dataset=d)
         if options.events:  # SPEC §19: the events merged by id (the K highest levels of both sides)
             per_dataset[d].events = merge_event_counts(
-                events_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))), events_of(new, d),
+                prepared.events[d] if prepared is not None and in_a
+                else events_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))), events_of(new, d),
                 models_a=a.models, models_b=b.models, models=per_dataset[d].models, k=options.n_event_levels,
                 same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b)
     out_attrs = dict(stored.attrs if attrs is None else attrs)
@@ -443,5 +471,6 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
         shares_of = functools.partial(stream_shares, stored, new, replaced=replaced or {}, datasets=datasets,
                                       models=models, stations=stations)
         merged_pairs = streams(shares_of, datasets, models, stations)
-    rates = merged_rates(stored, new, replaced=replaced)  # SPEC §20: picks added, days united
+    rates = merged_rates(stored, new, replaced=replaced,  # SPEC §20: picks added, days united
+                         stored_rates=(prepared.rates,) if prepared is not None else None)
     return assemble(per_dataset, options=options, attrs=out_attrs, pairs=merged_pairs, rates=rates)

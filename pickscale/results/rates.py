@@ -190,14 +190,16 @@ def rates_of(ds: xr.Dataset, *, drop_models: Mapping[str, Sequence[str]] | None 
     return in_key_order(keys, at, run_key.astype(np.int64).ravel(), first, last)
 
 
-def merged_rates(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str, Sequence[str]] | None = None
-                 ) -> PickRates | None:
+def merged_rates(stored: xr.Dataset, new: xr.Dataset, *, replaced: Mapping[str, Sequence[str]] | None = None,
+                 stored_rates: tuple[PickRates | None] | None = None) -> PickRates | None:
     """The pick rates of an extension (:func:`pickscale.extend`): the store's (less its ``replaced`` models) and
     the new run's, merged exactly (their picks are of other models or of stretches that do not overlap): picks
     added, the days united as runs (the union of both sides' runs, touching ones joined: interval arithmetic,
     no day listed, never laid out densely); None when either has none: a store written before pick rates is
-    extended without them (SPEC §20)."""
-    a, b = rates_of(stored, drop_models=replaced), rates_of(new)
+    extended without them (SPEC §20).  ``stored_rates``: ``(rates_of(stored, drop_models=replaced),)``,
+    built beforehand."""
+    a = rates_of(stored, drop_models=replaced) if stored_rates is None else stored_rates[0]
+    b = rates_of(new)
     return None if a is None or b is None else merge_rates([a, b])
 
 

@@ -120,6 +120,34 @@ def test_streams_merged_here_equal_the_station_by_station_merge():
     same(by_station, by_stream)
 
 
+@pytest.mark.slow
+def test_the_stored_side_built_ahead_is_what_the_merge_rebuilds():
+    # An extension builds the store's own counts, events and pick rates while its new inputs are scored
+    # (stored_side); the merge takes them when no stored model is replaced, and rebuilds them otherwise.
+    from pickscale.engine.pairs import streams_of
+    from pickscale.options import Options
+    from pickscale.results.extend import stored_side
+
+    ref, picks, cut = generated()
+    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
+    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
+    options = Options.from_attrs(stored.attrs["options"])
+
+    def merged(prepared, **kw):
+        return merge_results(stored, new, same_arrivals={}, prepared=prepared, **kw,
+                             streams=lambda shares_of, ds, ms, _: streams_of(shares_of(), None, options=options,
+                                                                             n_datasets=len(ds), n_models=len(ms)))
+    rebuilt = merged(None)
+    same(rebuilt, merged(stored_side(stored)))
+    # Built from other counts (the new part's own), it is taken: the merge is not the rebuilt one ...
+    other = stored_side(new)
+    assert not rebuilt.matched.equals(merged(other).matched)
+    # ... unless a stored model is replaced: then it was built for another merge, and is not taken.
+    model = str(stored.model.values[0])
+    replaced = {"all": [model]}
+    assert merged(None, replaced=replaced).matched.equals(merged(other, replaced=replaced).matched)
+
+
 @pytest.mark.cluster
 def test_an_extension_on_a_cluster_keeps_the_merged_pairs_there(client, tmp_path):
     ref, picks, cut = generated()
