@@ -296,7 +296,9 @@ def _by_station(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
     """The buckets' per-(dataset, station) summaries as one, sorted by (dataset, station) (the buckets hold
     other stations: no key twice)."""
     frame = pd.concat(list(frames), ignore_index=True)
-    order = sorted(range(len(frame)), key=lambda i: (frame["dataset"].iat[i], frame["station"].iat[i]))
+    # (the keys as Python lists: a Series' ``iat`` per row cost ~14 µs, 1 s per 75,000 stations)
+    datasets, stations = frame["dataset"].tolist(), frame["station"].tolist()
+    order = sorted(range(len(frame)), key=lambda i: (datasets[i], stations[i]))
     frame = frame.iloc[order].reset_index(drop=True)
     return frame.astype({"dataset": object, "station": object, "n_reference": np.int64, "t_min": np.int64,
                          "t_max": np.int64})

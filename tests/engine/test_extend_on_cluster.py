@@ -143,8 +143,7 @@ def test_the_stored_side_built_ahead_is_what_the_merge_rebuilds():
     other = stored_side(new)
     assert not rebuilt.matched.equals(merged(other).matched)
     # ... unless a stored model is replaced: then it was built for another merge, and is not taken.
-    model = str(stored.model.values[0])
-    replaced = {"all": [model]}
+    replaced = {str(stored.dataset.values[0]): [str(stored.model.values[0])]}
     assert merged(None, replaced=replaced).matched.equals(merged(other, replaced=replaced).matched)
 
 
