@@ -229,25 +229,33 @@ def _extended(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[st
               level: float | None, draws: int, seed: int, store: Any, client: Any,
               ahead: StoredShares | None, checking: concurrent.futures.Future[None] | None) -> xr.Dataset:
     # What the merge reads of the store alone (its counts and its pick-rate runs, one per station and stretch
-    # of days picked: they grow with the store) is rebuilt on a thread while the new inputs are scored; an
-    # extension that replaces a model rebuilds it without that model, once it is known.
-    side: concurrent.futures.Future[StoredSide] | None = None
+    # of days picked: they grow with the store) is rebuilt on a thread while the new inputs are scored, once
+    # the store passed its check (not beside it: their peaks would add up); an extension that replaces a
+    # model rebuilds it without that model, once it is known.
+    side: concurrent.futures.Future[StoredSide | None] | None = None
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-stored-side")
     if not replace:
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-stored-side")
-        side = pool.submit(contextvars.copy_context().run, stored_side, stored)
-        pool.shutdown(wait=False)
+        side = pool.submit(contextvars.copy_context().run, _stored_side_once_checked, stored, checking)
     try:
         return _merged(stored, reference, picks, arguments, replace=replace, level=level, draws=draws, seed=seed,
                        store=store, client=client, ahead=ahead, checking=checking, side=side)
     finally:
-        if side is not None:
-            concurrent.futures.wait([side])  # (no thread left behind, whatever was refused meanwhile)
+        pool.shutdown(wait=True)  # (no thread left behind, whatever was refused meanwhile)
+
+
+def _stored_side_once_checked(stored: xr.Dataset, checking: concurrent.futures.Future[None] | None
+                              ) -> StoredSide | None:
+    """:func:`~pickscale.results.extend.stored_side` of ``stored`` once its check (``checking``) passed; None
+    when it failed (its error is the extension's)."""
+    if checking is not None and checking.exception() is not None:
+        return None
+    return stored_side(stored)
 
 
 def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str, Any], *, replace: bool,
             level: float | None, draws: int, seed: int, store: Any, client: Any, ahead: StoredShares | None,
             checking: concurrent.futures.Future[None] | None,
-            side: concurrent.futures.Future[StoredSide] | None) -> xr.Dataset:
+            side: concurrent.futures.Future[StoredSide | None] | None) -> xr.Dataset:
     # The run's stages, keeping the normalised reference (in its buckets, where they are): the arrivals are
     # checked against the store's.
     run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)

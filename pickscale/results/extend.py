@@ -382,16 +382,24 @@ def _on_table(values: np.ndarray, table: np.ndarray | None, dtype: Any) -> np.nd
     return (values if table is None else table[values]).astype(dtype, copy=False)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class StoredSide:
     """What :func:`merge_results` reads of the stored side alone when no stored model is replaced: each
     dataset's counts (pairs left out) and events, and the pick rates.  Rebuilding them reads every rate run
     of the store (one per station and stretch of days picked), so an extension builds them while its new
-    inputs are scored (:func:`stored_side`), not after."""
+    inputs are scored (:func:`stored_side`), not after.  The merge takes each part out as it uses it (what
+    this process holds then is what the merge would have rebuilt), so one serves one merge."""
 
     counts: dict[str, DatasetCounts]
     events: dict[str, Any]
-    rates: PickRates | None
+    rates: tuple[PickRates | None] | None
+
+    def take_rates(self) -> tuple[PickRates | None]:
+        """The pick rates, taken out (once)."""
+        rates, self.rates = self.rates, None
+        if rates is None:
+            raise RuntimeError("internal error: a stored side's pick rates taken twice")
+        return rates
 
 
 def stored_side(stored: xr.Dataset) -> StoredSide:
@@ -401,7 +409,7 @@ def stored_side(stored: xr.Dataset) -> StoredSide:
     with_events = Options.from_attrs(stored.attrs["options"]).events
     return StoredSide(counts={d: counts_of(stored, d, with_pairs=False) for d in datasets},
                       events={d: events_of(stored, d) for d in datasets} if with_events else {},
-                      rates=rates_of(stored))
+                      rates=(rates_of(stored),))
 
 
 def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping[str, bool],
@@ -442,7 +450,7 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
         prepared = None  # (built for another merge: rebuilt here)
     for d in datasets:
         in_a, in_b = d in stored["dataset"].values, d in new["dataset"].values
-        a = ((prepared.counts[d] if prepared is not None else
+        a = ((prepared.counts.pop(d) if prepared is not None else
               counts_of(stored, d, drop_models=tuple((replaced or {}).get(d, ())), with_pairs=with_pairs)) if in_a
              else _empty())
         b = counts_of(new, d, with_pairs=with_pairs) if in_b else _empty()
@@ -456,10 +464,11 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
                                       same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b, dataset=d)
         if options.events:  # SPEC §19: the events merged by id (the K highest levels of both sides)
             per_dataset[d].events = merge_event_counts(
-                prepared.events[d] if prepared is not None and in_a
+                prepared.events.pop(d) if prepared is not None and in_a
                 else events_of(stored, d, drop_models=tuple((replaced or {}).get(d, ()))), events_of(new, d),
                 models_a=a.models, models_b=b.models, models=per_dataset[d].models, k=options.n_event_levels,
                 same_arrivals=bool(same_arrivals.get(d, False)) and in_a and in_b)
+        del a, b  # (each side's counts of the dataset: merged)
     out_attrs = dict(stored.attrs if attrs is None else attrs)
     out_attrs.pop("options", None)
     merged_pairs = None
@@ -472,5 +481,5 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
                                       models=models, stations=stations)
         merged_pairs = streams(shares_of, datasets, models, stations)
     rates = merged_rates(stored, new, replaced=replaced,  # SPEC §20: picks added, days united
-                         stored_rates=(prepared.rates,) if prepared is not None else None)
+                         stored_rates=prepared.take_rates() if prepared is not None else None)
     return assemble(per_dataset, options=options, attrs=out_attrs, pairs=merged_pairs, rates=rates)

@@ -26,6 +26,8 @@ from tests.results.test_extend import same
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")]
 
+#: The threads an extension starts (its stored pairs read; its stored side rebuilt): none left once it ends.
+THREADS = ("pickscale-stored-pairs", "pickscale-stored-side")
 PAIRS = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
 
 
@@ -223,7 +225,7 @@ def test_a_stored_pair_that_breaks_spec_15_refuses_an_extension_on_a_cluster(cli
     with client.as_current(), pytest.raises(StoreError, match=r"pair_conf.*must lie in \[floor"):
         pickscale.extend(target, r2, p2, client=client)
     assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == files  # nothing written
-    assert not [t for t in threading.enumerate() if t.name.startswith("pickscale-stored-pairs")]
+    assert not [t for t in threading.enumerate() if t.name.startswith(THREADS)]
 
 
 @pytest.mark.cluster
@@ -260,7 +262,7 @@ def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them
     # The thread stopped at its next batch (the check never finished), is done, and left nothing on the cluster
     # (neither the workers' batches nor shares sent from here).
     assert stopped.is_set() and not finished
-    assert not [t for t in threading.enumerate() if t.name.startswith("pickscale-stored-pairs")]
+    assert not [t for t in threading.enumerate() if t.name.startswith(THREADS)]
     gc.collect()
     assert set(client.futures) <= before
 
