@@ -85,22 +85,30 @@ def test_stream_shares_are_each_side_s_pairs_on_the_merged_coordinates(rows):
                for share in ss) == new_of_model
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("rows", [7, 1])
-def test_the_merged_pairs_do_not_depend_on_the_batches(rows):
+def _halves():
+    """The generated catalogue scored in two parts: before its cut, and after it."""
+    ref, picks, cut = generated()
+    return (pickscale.score(ref[ref.time < cut], picks[picks.time < cut]),
+            pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut]))
+
+
+def _merged_here(stored, new, *, rows=BATCH_ROWS, **keywords):
+    """``merge_results`` of two parts, their pairs merged a stream at a time in this process, ``rows`` pairs
+    of a side read at a time."""
     from pickscale.engine.pairs import streams_of
     from pickscale.options import Options
 
-    ref, picks, cut = generated()
-    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
-    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
     options = Options.from_attrs(stored.attrs["options"])
+    return merge_results(stored, new, same_arrivals={}, **keywords,
+                         streams=lambda shares_of, ds, ms, _: streams_of(shares_of(rows=rows), None, options=options,
+                                                                         n_datasets=len(ds), n_models=len(ms)))
 
-    def merged(n):
-        return merge_results(stored, new, same_arrivals={},
-                             streams=lambda shares_of, ds, ms, _: streams_of(shares_of(rows=n), None, options=options,
-                                                                             n_datasets=len(ds), n_models=len(ms)))
-    a, b = merged(BATCH_ROWS), merged(rows)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rows", [7, 1])
+def test_the_merged_pairs_do_not_depend_on_the_batches(rows):
+    stored, new = _halves()
+    a, b = _merged_here(stored, new), _merged_here(stored, new, rows=rows)
     same(a, b)
     for name in PAIRS:
         assert np.array_equal(a[name].values, b[name].values), name
@@ -108,37 +116,21 @@ def test_the_merged_pairs_do_not_depend_on_the_batches(rows):
 
 @pytest.mark.slow
 def test_streams_merged_here_equal_the_station_by_station_merge():
-    from pickscale.engine.pairs import streams_of
-    from pickscale.options import Options
-
-    ref, picks, cut = generated()
-    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
-    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
-    options = Options.from_attrs(stored.attrs["options"])
-    by_station = merge_results(stored, new, same_arrivals={})
-    by_stream = merge_results(stored, new, same_arrivals={},
-                              streams=lambda shares_of, ds, ms, _: streams_of(shares_of(), None, options=options,
-                                                                              n_datasets=len(ds), n_models=len(ms)))
-    same(by_station, by_stream)
+    stored, new = _halves()
+    same(merge_results(stored, new, same_arrivals={}), _merged_here(stored, new))
 
 
 @pytest.mark.slow
 def test_the_stored_side_built_ahead_is_what_the_merge_rebuilds():
     # An extension builds the store's own counts, events and pick rates while its new inputs are scored
     # (stored_side); the merge takes them when no stored model is replaced, and rebuilds them otherwise.
-    from pickscale.engine.pairs import streams_of
-    from pickscale.options import Options
     from pickscale.results.extend import stored_side
 
-    ref, picks, cut = generated()
-    stored = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
-    new = pickscale.score(ref[ref.time >= cut], picks[picks.time >= cut])
-    options = Options.from_attrs(stored.attrs["options"])
+    stored, new = _halves()
 
-    def merged(prepared, **kw):
-        return merge_results(stored, new, same_arrivals={}, prepared=prepared, **kw,
-                             streams=lambda shares_of, ds, ms, _: streams_of(shares_of(), None, options=options,
-                                                                             n_datasets=len(ds), n_models=len(ms)))
+    def merged(prepared, **keywords):
+        return _merged_here(stored, new, prepared=prepared, **keywords)
+
     rebuilt = merged(None)
     same(rebuilt, merged(stored_side(stored)))
     # Built from other counts (the new part's own), it is taken: the merge is not the rebuilt one ...
