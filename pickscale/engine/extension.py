@@ -40,6 +40,7 @@ from ..store.paths import local_store_path
 from ..store.read import open_checking
 from ..store.remote import is_remote
 from ..store.segments import PAIR_PARTS, SEGMENTS, PairParts, segments_of
+from ..store.writing import rows_of_parts
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
 from .extent import arrival_spans, digest_of, facts_of, reference_digest
 from .pairs import PairColumns, is_current, statistics_of, streams_of
@@ -333,22 +334,14 @@ def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str,
         return merged
 
     # The intervals are a reading of the merged counts (SPEC §12): drawn again, as one run with --ci draws them.
-    # They read every pair: here, the stored ones from the store, the new ones from where the run left them.
+    # They weigh each station's sums of the pairs, read a batch at a time: the stored rows here, from the store,
+    # the new ones fetched from where the run left them (never every pair at once).
     parts = merged.encoding.get(PAIR_PARTS)
-    if parts is not None:
-        for name in parts.new:
-            merged[name] = merged[name].copy(data=_whole(parts, name, merged.sizes["pair"]))
-    out = bootstrap(merged, level=level, draws=draws, seed=seed)
+    pairs = None if parts is None else functools.partial(rows_of_parts, parts, list(parts.new))
+    out = bootstrap(merged, level=level, draws=draws, seed=seed, pairs=pairs)
     if parts is not None:
         out.encoding[PAIR_PARTS] = parts
     return out
-
-
-def _whole(parts: PairParts, name: str, n: int) -> np.ndarray:
-    """Every row of an appended pair variable, in this process: the stored rows read here, the new fetched."""
-    new = parts.new[name]
-    fresh = np.asarray(new.compute() if hasattr(new, "compute") else new)
-    return np.concatenate([parts.stored_rows(name, 0, parts.rows), fresh])[:n]
 
 
 def _merged_names(stored: xr.Dataset, new: xr.Dataset) -> tuple[list[str], list[str]]:

@@ -9,6 +9,8 @@ their intervals.  The arithmetic is :mod:`pickscale.metrics.resampling`.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ from ..options import Options
 from .variables import OPTIONAL_VARIABLES, describe, metric_name, text
 from .variables import residual_ns as residual_ns_of
 
-__all__ = ["bootstrap", "INTERVAL_METRICS", "DIFFERENCES", "RATIO_METRICS"]
+__all__ = ["bootstrap", "pair_sums", "INTERVAL_METRICS", "DIFFERENCES", "RATIO_METRICS", "PAIR_BATCH"]
 
 #: The metrics given an interval, by canonical name (``_lb`` dropped with ``exhaustive``).
 INTERVAL_METRICS: tuple[str, ...] = ("recall", "precision_lb", "f1_lb", "recall_at_budget", "mae", "ece_lb")
@@ -45,7 +47,16 @@ def _checked(level: Any, draws: Any, seed: Any) -> tuple[float, int, int]:
     return lvl, int(draws), int(seed)
 
 
-def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: int = 0) -> xr.Dataset:
+#: Residual pairs read at a time for the per-station sums the draws weigh: pairs left on a cluster or in a
+#: store are never all in this process (the sums are result-sized; SPEC §12 needs no more of the pairs).
+PAIR_BATCH = 2**20
+
+#: The pair variables the draws read (as :func:`pair_sums` reads them).
+_PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "pair_conf", "residual")
+
+
+def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: int = 0,
+              pairs: Callable[[int, int], Mapping[str, np.ndarray]] | None = None) -> xr.Dataset:
     """Intervals by resampling each dataset's stations (SPEC §12): symmetric bootstrap-t, or percentile.
 
     Each of ``draws`` draws resamples the S scored stations of a dataset
@@ -76,6 +87,11 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
         Number of bootstrap draws (default 1000).
     seed
         Seed of the draws: the same seed gives the same intervals.
+    pairs
+        ``pairs(lo, hi)``: the residual pairs ``lo … hi − 1``, each of ``pair_dataset``, ``pair_model``,
+        ``pair_phase``, ``pair_station``, ``pair_conf`` and ``residual`` (default: read from ``ds``, a batch
+        of :data:`PAIR_BATCH` at a time).  The draws weigh each station's sums of them, never the pairs one by
+        one, so no more of them is held at once.
 
     Returns
     -------
@@ -126,6 +142,7 @@ def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: i
     est_budgets = (ds["recall_at_budgets"].transpose("dataset", "model", "phase", "budget").values
                    if several else None)
     counts = _station_counts(ds)
+    counts["pair_abs_ns"], counts["pair_n"] = pair_sums(ds, options, pairs=pairs)
     for d, name in enumerate(text(ds["dataset"].values)):
         stations = np.flatnonzero(counts["scored"][d])  # in station-coordinate (code-point) order
         models = np.flatnonzero(counts["present"][d])
@@ -199,11 +216,36 @@ def _station_counts(ds: xr.Dataset) -> dict[str, np.ndarray]:
         "cal_n": ds["cal_n"].transpose(*cal).values,
         "cal_conf": ds["cal_conf"].transpose(*cal).values,
         "cal_hits": ds["cal_hits"].transpose(*cal).values,
-        "pair_dataset": ds["pair_dataset"].values, "pair_model": ds["pair_model"].values,
-        "pair_phase": ds["pair_phase"].values, "pair_station": ds["pair_station"].values,
-        "pair_conf": ds["pair_conf"].values,
-        "residual_ns": residual_ns_of(ds["residual"].values),
     }
+
+
+def pair_sums(ds: xr.Dataset, options: Options, *,
+              pairs: Callable[[int, int], Mapping[str, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Σ|e| (integer nanoseconds) and the number of the residual pairs at the shared threshold of their phase,
+    per (dataset, station, model, phase): what the draws weigh of the pairs (SPEC §12, mae).
+
+    The pairs are read :data:`PAIR_BATCH` at a time (``pairs(lo, hi)``, default: ``ds``'s pair variables,
+    each batch's computed together -- one round trip for pairs left on a cluster); integer sums in any order
+    are exact, so the batches do not change them.
+    """
+    shape = (ds.sizes["dataset"], ds.sizes["station"], ds.sizes["model"], 2)
+    abs_sum, n_pairs = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+    read = pairs if pairs is not None else functools.partial(_read_pairs, ds)
+    for lo in range(0, int(ds.sizes.get("pair", 0)), PAIR_BATCH):
+        batch = read(lo, min(lo + PAIR_BATCH, int(ds.sizes["pair"])))
+        phase = np.asarray(batch["pair_phase"]).astype(np.int64)
+        keep = np.asarray(batch["pair_conf"]) >= _pair_thresholds(phase, options)
+        at = tuple(np.asarray(batch[name])[keep].astype(np.int64)
+                   for name in ("pair_dataset", "pair_station", "pair_model")) + (phase[keep],)
+        np.add.at(abs_sum, at, np.abs(residual_ns_of(np.asarray(batch["residual"])[keep])))
+        np.add.at(n_pairs, at, 1)
+    return abs_sum, n_pairs
+
+
+def _read_pairs(ds: xr.Dataset, lo: int, hi: int) -> dict[str, np.ndarray]:
+    """``ds``'s pair variables ``lo … hi − 1``, computed together."""
+    part = ds[list(_PAIR_VARIABLES)].isel(pair=slice(lo, hi)).compute()
+    return {name: np.asarray(part[name].values) for name in _PAIR_VARIABLES}
 
 
 def _at_shared_index(counts: np.ndarray, options: Options) -> np.ndarray:
@@ -224,7 +266,6 @@ def _pair_thresholds(pair_phase: np.ndarray, options: Options) -> Any:
 def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, stations: np.ndarray,
                    models: np.ndarray, options: Options, several: list[int]) -> dict[str, Any]:
     """Station-first arrays of dataset ``d`` (its scored stations, its models) and the draw computation."""
-    n_s = stations.size
 
     def station_first(a: np.ndarray) -> np.ndarray:
         return np.moveaxis(a, -1, 0)
@@ -234,17 +275,8 @@ def _dataset_draws(ds: xr.Dataset, counts: dict[str, np.ndarray], d: int, statio
     grid_m = station_first(counts["matched"][d][models][..., stations])
     cal = {k: station_first(counts[k][d][models][..., stations]) for k in ("cal_n", "cal_conf", "cal_hits")}
     # Residual pairs at the shared threshold: |e| summed per (station, model, phase), exactly in int64.
-    local_s = np.full(counts["scored"].shape[1], -1, dtype=np.int64)
-    local_s[stations] = np.arange(n_s)
-    local_m = np.full(counts["present"].shape[1], -1, dtype=np.int64)
-    local_m[models] = np.arange(models.size)
-    keep = (counts["pair_dataset"] == d) & (counts["pair_conf"] >= _pair_thresholds(counts["pair_phase"], options))
-    ps, pm = local_s[counts["pair_station"][keep]], local_m[counts["pair_model"][keep]]
-    pp = counts["pair_phase"][keep].astype(np.int64)
-    abs_sum = np.zeros((n_s, models.size, 2), dtype=np.int64)
-    n_pairs = np.zeros((n_s, models.size, 2), dtype=np.int64)
-    np.add.at(abs_sum, (ps, pm, pp), np.abs(counts["residual_ns"][keep]))
-    np.add.at(n_pairs, (ps, pm, pp), 1)
+    abs_sum = counts["pair_abs_ns"][d][stations][:, models]  # (S, M', P)
+    n_pairs = counts["pair_n"][d][stations][:, models]
     fixed = options.budgets[0] if options.budgets else None
     m_ti, e_ti = _at_shared_index(grid_m, options), _at_shared_index(grid_e, options)  # (S, M', P)
     n_b = np.broadcast_to(n_ref[:, None, :], m_ti.shape)

@@ -14,6 +14,7 @@ Each Dask-backed variable gets the chunks Zarr gives the same array held in memo
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ import zarr
 
 from .segments import PairParts, link_chunks, pair_chunk_rows
 
-__all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "BLOCK_BYTES"]
+__all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "BLOCK_BYTES"]
 
 #: The most bytes of one variable fetched and written at a time (and held in transit here).
 BLOCK_BYTES = 8 * 2**20
@@ -192,15 +193,30 @@ def _from_parts(parts: PairParts, name: str, fetched: np.ndarray | None = None) 
     if parts.rows == 0 and not _is_dask(new):
         return lambda a, b: np.asarray(new[a:b])
 
-    def read(a: int, b: int) -> np.ndarray:
-        pieces = []
-        if a < parts.rows:
-            pieces.append(parts.stored_rows(name, a, min(b, parts.rows)))
-        if b > parts.rows:
-            pieces.append(np.asarray(compute(new[max(a, parts.rows) - parts.rows:b - parts.rows])))
-        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    return lambda a, b: _joined(parts, name, a, b, lambda x, y: np.asarray(compute(new[x:y])))
 
-    return read
+
+def rows_of_parts(parts: PairParts, names: Sequence[str], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """Rows ``lo … hi − 1`` of the extended pair variables ``names``: the stored rows read here, the new rows of
+    every name fetched together (one round trip for those on a cluster)."""
+    a, b = max(lo, parts.rows) - parts.rows, hi - parts.rows
+    lazy = [name for name in names if b > 0 and _is_dask(parts.new[name])]
+    fetched = dict(zip(lazy, _compute_all([parts.new[name][a:b] for name in lazy])))
+
+    def fresh(name: str) -> Callable[[int, int], np.ndarray]:
+        return lambda x, y: fetched[name] if name in fetched else np.asarray(parts.new[name][x:y])
+
+    return {name: _joined(parts, name, lo, hi, fresh(name)) for name in names}
+
+
+def _joined(parts: PairParts, name: str, a: int, b: int, fresh: Callable[[int, int], np.ndarray]) -> np.ndarray:
+    """Rows ``a:b`` of ``name``: the stored ones read here, the new ones ``fresh(x, y)`` (rows of the new segment)."""
+    pieces = []
+    if a < parts.rows:
+        pieces.append(parts.stored_rows(name, a, min(b, parts.rows)))
+    if b > parts.rows:
+        pieces.append(fresh(max(a, parts.rows) - parts.rows, b - parts.rows))
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 def _compute_all(arrays: list[Any]) -> list[np.ndarray]:

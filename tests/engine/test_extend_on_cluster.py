@@ -142,6 +142,21 @@ def test_the_stored_side_built_ahead_is_what_the_merge_rebuilds():
 
 
 @pytest.mark.cluster
+def test_an_extension_with_intervals_on_a_cluster_draws_them_as_one_run(client):
+    # A store with intervals has them drawn again on the merged counts (SPEC §12): the stored pairs read here a
+    # batch at a time, the new ones fetched from the workers that hold them.
+    ref, picks, cut = generated()
+    whole = pickscale.bootstrap(pickscale.score(ref, picks), level=0.8, draws=100, seed=2)
+    stored = pickscale.bootstrap(pickscale.score(ref[ref.time < cut], picks[picks.time < cut]), level=0.8,
+                                 draws=100, seed=2)
+    with client.as_current():
+        there = extended(stored, ref[ref.time >= cut], picks[picks.time >= cut], client=client)
+        assert all(_is_dask(there, name) for name in PAIRS)  # (the merged pairs stay on the cluster)
+        same(whole, there)
+    assert there.attrs["bootstrap"] == whole.attrs["bootstrap"]
+
+
+@pytest.mark.cluster
 def test_an_extension_on_a_cluster_keeps_the_merged_pairs_there(client, tmp_path):
     ref, picks, cut = generated()
     whole = pickscale.score(ref, picks)

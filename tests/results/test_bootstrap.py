@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pickscale.errors import OptionsError
 from pickscale.kernel import score_station
@@ -330,3 +333,66 @@ def test_bad_level_draws_seed_are_refused_naming_the_option():
         with pytest.raises(OptionsError) as err:
             bootstrap(ds, **kw)
         assert err.value.options == (option,)
+
+
+def _pairs_dataset(rng, n_pairs, n_datasets=2, n_stations=4, n_models=3):
+    """A Dataset holding only what :func:`pair_sums` reads: the coordinates' sizes and the pair variables."""
+    import xarray as xr
+
+    return xr.Dataset(
+        {"pair_dataset": ("pair", rng.integers(0, n_datasets, n_pairs).astype(np.int32)),
+         "pair_model": ("pair", rng.integers(0, n_models, n_pairs).astype(np.int32)),
+         "pair_phase": ("pair", rng.integers(0, 2, n_pairs).astype(np.int8)),
+         "pair_station": ("pair", rng.integers(0, n_stations, n_pairs).astype(np.int32)),
+         "pair_conf": ("pair", rng.choice([0.05, 0.3, 0.31, 0.5, 0.9], n_pairs)),
+         "residual": ("pair", rng.integers(-10**9, 10**9, n_pairs) / 1e9)},
+        coords={"dataset": np.arange(n_datasets), "station": np.arange(n_stations), "model": np.arange(n_models)})
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_pairs=st.integers(0, 60), batch=st.integers(1, 70),
+       per_phase=st.booleans())
+def test_the_pairs_summed_a_batch_at_a_time_equal_the_sums_pair_by_pair(seed, n_pairs, batch, per_phase):
+    # Brute force: each pair at or above its phase's shared threshold adds |e| (integer ns) and 1 to its
+    # (dataset, station, model, phase), one pair at a time in Python, against the batched sums.
+    boot = importlib.import_module("pickscale.results.bootstrap")  # (the package's name is the function)
+
+    o = Options(threshold={"P": 0.3, "S": 0.5}) if per_phase else Options()
+    ds = _pairs_dataset(np.random.default_rng(seed), n_pairs)
+    want_abs, want_n = np.zeros((2, 4, 3, 2), np.int64), np.zeros((2, 4, 3, 2), np.int64)
+    for i in range(n_pairs):
+        phase = int(ds.pair_phase.values[i])
+        if ds.pair_conf.values[i] >= o.phase_thresholds[phase if o.per_phase else 0]:
+            at = (int(ds.pair_dataset.values[i]), int(ds.pair_station.values[i]), int(ds.pair_model.values[i]), phase)
+            want_abs[at] += abs(round(float(ds.residual.values[i]) * 1e9))
+            want_n[at] += 1
+    read = []
+
+    def pairs(lo, hi):
+        read.append((lo, hi))
+        return boot._read_pairs(ds, lo, hi)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(boot, "PAIR_BATCH", batch)
+        got_abs, got_n = boot.pair_sums(ds, o, pairs=pairs)
+    assert np.array_equal(got_abs, want_abs) and np.array_equal(got_n, want_n)
+    # Every pair read once, never more than a batch at a time.
+    assert read == [(lo, min(lo + batch, n_pairs)) for lo in range(0, n_pairs, batch)]
+
+
+def test_intervals_read_the_pairs_a_batch_at_a_time_and_do_not_change(monkeypatch):
+    boot = importlib.import_module("pickscale.results.bootstrap")  # (the package's name is the function)
+
+    o = Options()
+    rng = np.random.default_rng(5)
+    stations = {}
+    for k in range(5):
+        arr = [(i % 2, 10.0 * i) for i in range(1, 9 + k)]
+        picks = [(0, i % 2, 10.0 * i + rng.normal(0, 0.3), float(rng.uniform(0.05, 1))) for i in range(1, 9 + k)]
+        stations[f"S{k}"] = station(o, arr, picks)
+    ds = results(stations, o)
+    whole = bootstrap(ds, draws=64, seed=2)
+    monkeypatch.setattr(boot, "PAIR_BATCH", 4)
+    batched = bootstrap(ds, draws=64, seed=2)
+    assert ds.sizes["pair"] > 8  # (several batches)
+    assert whole.identical(batched)

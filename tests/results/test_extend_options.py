@@ -3,6 +3,7 @@ store with intervals gives the intervals of one run (SPEC §12)."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import pandas as pd
@@ -88,6 +89,29 @@ def test_ci_given_to_an_extension_takes_effect(stored):
     assert csv(got) == csv(whole)
     with pytest.raises(OptionsError, match="ci must lie strictly between 0 and 1"):
         extended(ds, ref, picks[picks.model == "m2"], ci=1.5)
+
+
+@pytest.mark.slow
+def test_an_extension_draws_its_intervals_from_the_pairs_a_batch_at_a_time(stored, monkeypatch):
+    # The draws weigh each station's sums of the pairs (SPEC §12): the extension reads its pairs a batch at a
+    # time -- the stored rows from the store, the new ones from where the run left them -- never all at once.
+    import pickscale.engine.extension as extension
+
+    boot = importlib.import_module("pickscale.results.bootstrap")  # (the package's name is the function)
+    ref, picks, ds = stored
+    whole = pickscale.bootstrap(pickscale.score(ref, picks), level=0.8)
+    read, real = [], extension.rows_of_parts
+
+    def rows(parts, names, lo, hi):
+        read.append((lo, hi))
+        return real(parts, names, lo, hi)
+
+    monkeypatch.setattr(boot, "PAIR_BATCH", 5)
+    monkeypatch.setattr(extension, "rows_of_parts", rows)
+    got = extended(ds, ref, picks[picks.model == "m2"], ci=0.8)
+    assert csv(got) == csv(whole)
+    assert read == [(lo, min(lo + 5, got.sizes["pair"])) for lo in range(0, got.sizes["pair"], 5)]
+    assert len(read) > 2
 
 
 @pytest.mark.slow
