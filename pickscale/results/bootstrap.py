@@ -19,6 +19,7 @@ import xarray as xr
 from ..errors import OptionsError
 from ..metrics import resampling as kernels
 from ..options import Options
+from ..store.pair_rules import PAIR_NAMES
 from .variables import OPTIONAL_VARIABLES, describe, metric_name, text
 from .variables import residual_ns as residual_ns_of
 
@@ -50,9 +51,6 @@ def _checked(level: Any, draws: Any, seed: Any) -> tuple[float, int, int]:
 #: Residual pairs read at a time for the per-station sums the draws weigh: pairs left on a cluster or in a
 #: store are never all in this process (the sums are result-sized; SPEC §12 needs no more of the pairs).
 PAIR_BATCH = 2**20
-
-#: The pair variables the draws read (as :func:`pair_sums` reads them).
-_PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "pair_conf", "residual")
 
 
 def bootstrap(ds: xr.Dataset, *, level: float = 0.95, draws: int = 1000, seed: int = 0,
@@ -244,8 +242,8 @@ def pair_sums(ds: xr.Dataset, options: Options, *,
 
 def _read_pairs(ds: xr.Dataset, lo: int, hi: int) -> dict[str, np.ndarray]:
     """``ds``'s pair variables ``lo … hi − 1``, computed together."""
-    part = ds[list(_PAIR_VARIABLES)].isel(pair=slice(lo, hi)).compute()
-    return {name: np.asarray(part[name].values) for name in _PAIR_VARIABLES}
+    part = ds[list(PAIR_NAMES)].isel(pair=slice(lo, hi)).compute()
+    return {name: np.asarray(part[name].values) for name in PAIR_NAMES}
 
 
 def _at_shared_index(counts: np.ndarray, options: Options) -> np.ndarray:

@@ -47,6 +47,7 @@ from ..kernel import PER_STATION, StationStack, add_fine, score_station
 from ..kernel.bins import bin_edges
 from ..kernel.combine import DENSE_BINNED
 from ..options import Options
+from ..store.pair_rules import PAIR_NAMES
 from ..store.segments import PairParts
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .events import events_of, merge_event_counts
@@ -249,8 +250,6 @@ def _empty(models: list[str] | None = None) -> DatasetCounts:
 #: ~100 bytes a pair while a batch is cut into its streams).
 BATCH_ROWS = 2**20
 
-#: The pair variables a side's shares are cut from (``pair_group``: stores with groups are not extended).
-_PAIR_VARIABLES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
 
 
 def merged_index(values: Any, into: list[str]) -> np.ndarray:
@@ -279,9 +278,9 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mappi
     The sides' pairs are read a batch of ``rows`` at a time (a store opened lazily reads those chunks only;
     pairs left on a cluster are fetched a batch at a time), so this process never holds every pair:
     ``check(lo, batch)`` sees each stored batch first (the store's pair checks, SPEC §15: the pairs from
-    position ``lo``, each of :data:`_PAIR_VARIABLES`), and ``put(share)`` says where each share goes (a
-    future of it on the extension's cluster; default: the share itself).  The stream task sorts a stream's
-    shares together, so how they are cut does not change the merged pairs.
+    position ``lo``, each of :data:`~pickscale.store.pair_rules.PAIR_NAMES`), and ``put(share)`` says where
+    each share goes (a future of it on the extension's cluster; default: the share itself).  The stream task
+    sorts a stream's shares together, so how they are cut does not change the merged pairs.
     """
     index = merged_index
     nm = len(models)
@@ -299,10 +298,10 @@ def stream_shares(stored: xr.Dataset, new: xr.Dataset | None, *, replaced: Mappi
                     dropped[names.index(name), [i for i, model in enumerate(model_names) if model in gone]] = True
         n = ds.sizes.get("pair", 0)
         for lo in range(0, n, rows):
-            batch = {k: np.asarray(ds[k].isel(pair=slice(lo, lo + rows)).values) for k in _PAIR_VARIABLES}
+            batch = {k: np.asarray(ds[k].isel(pair=slice(lo, lo + rows)).values) for k in PAIR_NAMES}
             # (the check's own int64 indices and nanoseconds of the batch, when it gives them: not made twice)
             known = (check(lo, batch) if side == 0 and check is not None else None) or {}
-            d, m, p, s = (known[k] if k in known else batch[k].astype(np.int64) for k in _PAIR_VARIABLES[:4])
+            d, m, p, s = (known[k] if k in known else batch[k].astype(np.int64) for k in PAIR_NAMES[:4])
             keep = ~dropped[d, m]
             stream = (d_of[d] * nm + m_of[m]) * 2 + p
             columns = {"station": s_of[s].astype(np.int32),
@@ -350,7 +349,7 @@ def appended_pairs(stored: xr.Dataset, new: xr.Dataset, *, datasets: list[str], 
     stored_maps, new_maps = maps(stored), maps(new)
     data: dict[str, Any] = {}
     stored_parts, new_parts, chunk_rows = {}, {}, {}
-    for name in _PAIR_VARIABLES:
+    for name in PAIR_NAMES:
         dtype = new[name].dtype
         old = stored[name].variable
         chunk_rows[name] = int(stored[name].encoding.get("chunks", (0,))[0] or 0)

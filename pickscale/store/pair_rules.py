@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PairRules", "BatchFacts", "ORDER", "PAIR_NAMES", "descending"]
 
-#: The stored pair variables a check reads (``pair_group`` too with ``group_by``), in canonical-order rank.
+#: The residual pairs' variables (``pair_group`` aside): what a check reads (that one too with ``group_by``), in
+#: canonical-order rank, and what an extension merges and the intervals' draws sum.
 PAIR_NAMES = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
 
 
