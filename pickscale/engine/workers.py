@@ -24,8 +24,11 @@ Only synchronous clients (``distributed.Client(address)``) are supported.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import math
 import os
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -164,11 +167,39 @@ def _no_worker(client: Any, address: str, limit: float) -> ClusterError:
         f"`cluster.scale(n)` or `cluster.adapt(minimum=0, maximum=n)` (or wait longer: {TIMEOUT_ENV}=SECONDS).")
 
 
+#: How many times the probe is submitted again when its future was cancelled under it (not a failure of the
+#: probe: distributed's ``sync`` then raises ``UnboundLocalError``, dask/distributed#8514, or CancelledError).
+PROBE_ATTEMPTS = 3
+
+
 def _first_task(client: Any, probe: Any, address: str, limit: float) -> dict:
-    """Submit the probe as a task and wait (bounded) for a worker to run it: the cluster may scale for it."""
+    """Submit the probe as a task and wait (bounded) for a worker to run it: the cluster may scale for it.
+
+    A probe whose future was cancelled under it (the scheduler let its key go: a worker left while it was
+    handed out) says nothing of the workers: it is submitted again, within the same bound, at most
+    :data:`PROBE_ATTEMPTS` times in all.
+    """
+    deadline = time.monotonic() + limit
+    for attempt in range(1, PROBE_ATTEMPTS + 1):
+        try:
+            return _probe_once(client, probe, address, limit, max(deadline - time.monotonic(), 1.0))
+        except _Cancelled as cancelled:
+            if attempt == PROBE_ATTEMPTS:
+                raise ClusterError(f"pickscale's first task was cancelled on the Dask scheduler at {address} "
+                                   f"{PROBE_ATTEMPTS} times ({cancelled}); check the scheduler's and the "
+                                   "workers' logs.") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class _Cancelled(Exception):
+    """The probe's future was cancelled under it (see :func:`_first_task`)."""
+
+
+def _probe_once(client: Any, probe: Any, address: str, limit: float, wait_s: float) -> dict:
+    """One probe submitted and waited for ``wait_s`` seconds (``limit``: the bound the messages name)."""
     future = client.submit(probe, key=f"pickscale-probe-{uuid.uuid4().hex}", pure=False, retries=0)
     try:
-        return future.result(timeout=limit)
+        return future.result(timeout=wait_s)
     except (TimeoutError, OSError) as exc:
         if not isinstance(exc, TimeoutError) and "timed out" not in str(exc).lower():
             raise ClusterError(f"lost the Dask scheduler at {address} while waiting for workers: "
@@ -183,7 +214,12 @@ def _first_task(client: Any, probe: Any, address: str, limit: float) -> dict:
                 f"(they may be busy with other work, or unreachable from the scheduler); check them, or wait "
                 f"longer: {TIMEOUT_ENV}=SECONDS.") from None
         raise _no_worker(client, address, limit) from None
-    except Exception as exc:  # noqa: BLE001 - e.g. the worker died running it (KilledWorker), or was cancelled
+    except (UnboundLocalError, asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
+        # (distributed's FutureCancelledError is a concurrent.futures.CancelledError; UnboundLocalError is its
+        # sync() when the awaited coroutine raised asyncio's CancelledError, which its ``except Exception`` does
+        # not catch. The probe itself raises neither: it catches everything.)
+        raise _Cancelled(f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - e.g. the worker died running it (KilledWorker)
         raise ClusterError(f"pickscale's first task failed on the Dask workers at {address}: "
                            f"{type(exc).__name__}: {exc}; check the workers' logs.") from None
     finally:

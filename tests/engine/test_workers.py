@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -168,3 +169,80 @@ def test_worker_timeout_from_keyword_or_environment(monkeypatch):
             worker_timeout()
     with pytest.raises(OptionsError, match="timeout"):
         worker_timeout(0)
+
+
+#: The first probe of the test below waits on this until the test has cancelled it (an in-process worker runs it:
+#: the function is pickled by reference, so it sees these very objects).
+_PROBE_STARTED = threading.Event()
+_PROBE_RELEASED = threading.Event()
+_PROBE_CALLS: list[int] = []
+
+
+def _blocking_once_probe() -> dict:
+    _PROBE_CALLS.append(1)
+    if len(_PROBE_CALLS) == 1:
+        _PROBE_STARTED.set()
+        _PROBE_RELEASED.wait(60)
+    return {"ok": True, "version": __version__}
+
+
+@pytest.mark.cluster
+def test_a_probe_cancelled_under_it_is_submitted_again(monkeypatch):
+    """A probe whose future is cancelled while it is awaited (distributed's ``sync`` then raises
+    ``UnboundLocalError``: dask/distributed#8514) is submitted again, not reported as a failed worker."""
+    from distributed import Client, LocalCluster
+
+    from pickscale.engine import workers
+
+    _PROBE_CALLS.clear()
+    _PROBE_STARTED.clear()
+    _PROBE_RELEASED.clear()
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        submitted: list = []
+        submit = client.submit
+
+        def recording(*args, **kwargs):
+            future = submit(*args, **kwargs)
+            submitted.append(future)
+            return future
+
+        monkeypatch.setattr(client, "submit", recording)
+
+        def cancel_the_first() -> None:
+            _PROBE_STARTED.wait(60)  # (the first probe runs: its future is awaited)
+            submitted[0].cancel()
+            _PROBE_RELEASED.set()
+
+        canceller = threading.Thread(target=cancel_the_first)
+        canceller.start()
+        try:
+            reply = workers._first_task(client, _blocking_once_probe, cluster.scheduler_address, 60)
+        finally:
+            _PROBE_RELEASED.set()
+            canceller.join()
+    assert reply == {"ok": True, "version": __version__}
+    assert len(submitted) == 2 and len(_PROBE_CALLS) == 2
+
+
+@pytest.mark.cluster
+def test_a_probe_cancelled_every_time_is_a_cluster_error(monkeypatch):
+    """Cancelled :data:`~pickscale.engine.workers.PROBE_ATTEMPTS` times, the probe's check gives up with a
+    ClusterError naming the scheduler (exit 2 in the CLI), not distributed's UnboundLocalError."""
+    from distributed import Client, LocalCluster
+
+    from pickscale.engine import workers
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        submit = client.submit
+
+        def cancelled(*args, **kwargs):
+            future = submit(*args, **kwargs)
+            future.cancel()
+            return future
+
+        monkeypatch.setattr(client, "submit", cancelled)
+        with pytest.raises(ClusterError, match=f"cancelled on the Dask scheduler at {cluster.scheduler_address} "
+                                               f"{workers.PROBE_ATTEMPTS} times"):
+            workers._first_task(client, _blocking_once_probe, cluster.scheduler_address, 60)
