@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 from ..errors import InputError, OptionsError, PickscaleError, PickscaleWarning  # noqa: F401 (OptionsError: the doctest)
+from ..report.figures.helper import helper_started
 from .allocator import limit_arenas
 from .parser import build_parser
 from .runtime import sigterm_as_interrupt
@@ -97,6 +98,25 @@ def _collection_paused(*, own_process: bool) -> Iterator[None]:
             gc.enable()
 
 
+#: The commands that draw figures (unless ``--no-figures``).
+_FIGURE_COMMANDS = ("score", "extend", "demo", "report")
+
+
+def _draws_figures(args: object) -> bool:
+    """Whether the parsed command draws figures: then a process loading matplotlib is started with it, in the
+    console script (:mod:`pickscale.report.figures.helper`; not when ``main`` is called from Python, where a
+    fork would copy the caller's process).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> _draws_figures(argparse.Namespace(command="score", no_figures=False)), _draws_figures(
+    ...     argparse.Namespace(command="compare", no_figures=False))
+    (True, False)
+    """
+    return getattr(args, "command", None) in _FIGURE_COMMANDS and not getattr(args, "no_figures", True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pickscale`` command; returns the exit status."""
     try:
@@ -108,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command prints the run's warnings itself, from the Dataset's attributes.
     warnings.filterwarnings("ignore", category=PickscaleWarning)
     Run.reset()
-    with sigterm_as_interrupt():
+    with sigterm_as_interrupt(), helper_started(enabled=argv is None and _draws_figures(args)):
         try:
             with _collection_paused(own_process=argv is None):
                 # lazy: the commands import pandas and xarray (about a second; Dask and zarr as they need them):

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..engine import progress  # (a module: its Stage is looked up when a stage starts)
 from ..errors import StoreError
-from ..report.outputs import check_outputs, cleanup_output_temporaries, write_report
+from ..report.outputs import check_outputs, cleanup_output_temporaries, hand_over_figures, write_report
 from .state import Run
 
 __all__ = ["run_into", "write_outputs", "check_target", "check_store", "check_extendable", "out_folder",
@@ -132,6 +132,8 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
             check_outputs(out_dir, overwrite, also=also, own_store=own)  # before any work is done
             ds = produce(closing)
             check_outputs(out_dir, overwrite, own_store=own)  # a file appeared during the run: nothing written
+            if figures:  # (the figure helper draws while the store and the tables are written: figures/helper.py)
+                hand_over_figures(ds, fmt, early=True)
             # The last stage of the progress display: the store, then the tables and figures.
             with _writing(quiet) as stage:
                 store = Path(save(ds, out_dir / "results.zarr", overwrite=overwrite or extend))  # (a local folder)

@@ -21,16 +21,24 @@ Examples
 
 from __future__ import annotations
 
-from .outputs import (
-    OUTPUTS_MARKER,
-    check_outputs,
-    cleanup_output_temporaries,
-    output_names,
-    stale_outputs,
-    store_fingerprint,
-    write_report,
-)
-from .tables import NA_REP, PRINTED, TABLE_NAMES, format_table, to_csv_bytes, write_tables
+from .._lazy import lazy_names
+
+#: Each name, and the module of this package that defines it (loaded on first use, PEP 562).
+_LAZY = {
+    "OUTPUTS_MARKER": "outputs",
+    "check_outputs": "outputs",
+    "cleanup_output_temporaries": "outputs",
+    "output_names": "outputs",
+    "stale_outputs": "outputs",
+    "store_fingerprint": "outputs",
+    "write_report": "outputs",
+    "NA_REP": "tables",
+    "PRINTED": "tables",
+    "TABLE_NAMES": "tables",
+    "format_table": "tables",
+    "to_csv_bytes": "tables",
+    "write_tables": "tables",
+}
 
 __all__ = [
     "TABLE_NAMES",
@@ -47,3 +55,5 @@ __all__ = [
     "cleanup_output_temporaries",
     "write_report",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # imported on use: `import pickscale` stays light
 __all__ = [
     "OUTPUTS_MARKER",
     "FIGURE_FORMATS",
+    "hand_over_figures",
     "output_names",
     "store_fingerprint",
     "stale_outputs",
@@ -300,6 +301,9 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
         if not figures:
             write_the_tables()
         else:
+            # A helper the command started with matplotlib loading (figures/helper.py) is handed the figures
+            # first: it draws while this process writes the tables and loads matplotlib itself.
+            drawn = hand_over_figures(ds, fmt)
             import matplotlib
 
             matplotlib.use("Agg")
@@ -307,8 +311,8 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
             from .figures import save_figures
             from .figures.build import figure_names
 
-            n_figures = len(figure_names(ds))
-            figs = save_figures(ds, tmp / "figures", format=fmt,
+            n_figures = len(figure_names(drawn))
+            figs = save_figures(drawn, tmp / "figures", format=fmt, dpi=FIGURE_DPI,
                                 on_written=None if stage is None else (lambda _: stage.update()),
                                 meanwhile=lambda: write_the_tables(n_figures))
             new += [f"figures/{p.name}" for p in figs]
@@ -325,6 +329,35 @@ def write_report(ds: xr.Dataset, out_dir: Path, *, fmt: str = "png", figures: bo
             print(f"removed {_listing(removed)}: pickscale's files of an earlier run that this run did not "
                   "write again")
         print_verdict(ds)
+
+
+def hand_over_figures(ds: xr.Dataset, fmt: str, *, early: bool = False) -> xr.Dataset:
+    """``ds`` as its figures are drawn (:func:`~pickscale.report.figures.processes.as_drawn`), handed to the
+    command's figure helper (:mod:`~pickscale.report.figures.helper`) where it may draw it: drawn by several
+    processes, and no larger than :data:`~pickscale.report.figures.helper.HANDOVER_BYTES`; the helper is let go
+    otherwise.  ``early``: the results as scored, before they are saved (``pickscale score``): handed over only
+    when wholly in memory (nothing is left to read from the store), and nothing is let go otherwise -- the saved
+    results may qualify.  Without a helper, ``ds`` as drawn; nothing is sent or loaded.  (A helper not yet
+    ready -- kept from the CPUs a cluster's workers used -- draws what is left once it is: the processes
+    forked to draw are forked as without it, :func:`~pickscale.report.figures.processes.draw_all`.)"""
+    # lazy: figures/ is imported by the commands that draw figures only
+    from .figures import helper
+    from .figures.processes import as_drawn, figure_processes, in_memory
+
+    if early and (helper.current() is None or not all(in_memory(var) for var in ds.variables.values())):
+        return ds
+    drawn = as_drawn(ds, FIGURES)  # (the default figures: those of FIGURES are the only ones that read pairs)
+    if helper.current() is None:
+        return drawn
+    if figure_processes(drawn, FIGURES) > 1 and drawn.nbytes <= helper.HANDOVER_BYTES:
+        helper.hand_over("pickscale.report.figures.build:helper_job", drawn, fmt, FIGURE_DPI)
+    else:
+        helper.let_go()
+    return drawn
+
+
+#: The resolution of the command's PNG figures.
+FIGURE_DPI = 150
 
 
 def _shared(threshold: Any) -> str:

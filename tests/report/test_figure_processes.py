@@ -176,10 +176,10 @@ def test_a_stored_dataset_is_drawn_by_several_processes_the_same_bytes(demo, tmp
     assert [p.name for p in several] == [p.name for p in one]
     assert _files(tmp_path / "several") == _files(tmp_path / "one")
     assert sorted(name for name, var in stored.variables.items() if not processes.in_memory(var)) == lazy
-    drawn = build._as_drawn(stored, ["timing", "residuals"])
+    drawn = processes.as_drawn(stored, ["timing", "residuals"])
     assert all(processes.in_memory(var) for var in drawn.variables.values())
-    assert set(build.PAIRS_READ["residuals"]) <= set(drawn.variables) and "pair_station" not in drawn
-    timing_only = build._as_drawn(stored, ["timing"])
+    assert set(processes.PAIRS_READ["residuals"]) <= set(drawn.variables) and "pair_station" not in drawn
+    timing_only = processes.as_drawn(stored, ["timing"])
     assert not any("pair" in var.dims for var in timing_only.variables.values())
 
 

@@ -170,7 +170,7 @@ def test_figures_are_made_in_one_place():
                                                                        "subplots"}
     users = {path.stem for path in modules if "panel_grid(" in path.read_text()} - {"style"}
     assert users == {"calibration", "detection", "events", "onsets", "rates", "recall_axis", "station_recall",
-                     "tolerance"}
+                     "tolerance", "build"}  # (build: the figure a helper draws to warm up, build.warm_up)
 
 
 def test_panels_cells_after_the_last_are_none():

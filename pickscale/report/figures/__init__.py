@@ -68,12 +68,23 @@ Example
 
 from __future__ import annotations
 
-from .build import FIGURES, figures, save_figures
-from .calibration import reliability
-from .detection import operating_curves, recall_treatments
-from .onsets import residuals, timing
-from .station_recall import stations
-from .style import model_colors, model_styles
+from ..._lazy import lazy_names
+
+#: Each name, and the module of this package that defines it (loaded on first use, PEP 562: the package is
+#: imported without matplotlib, for the command's figure helper, :mod:`~pickscale.report.figures.helper`).
+_LAZY = {
+    "FIGURES": "build",
+    "figures": "build",
+    "save_figures": "build",
+    "reliability": "calibration",
+    "operating_curves": "detection",
+    "recall_treatments": "detection",
+    "residuals": "onsets",
+    "timing": "onsets",
+    "stations": "station_recall",
+    "model_colors": "style",
+    "model_styles": "style",
+}
 
 __all__ = [
     "FIGURES",
@@ -88,3 +99,5 @@ __all__ = [
     "figures",
     "save_figures",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

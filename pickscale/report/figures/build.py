@@ -8,6 +8,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,12 +22,13 @@ from .by_group import has_groups, recall_by_group
 from .calibration import reliability
 from .detection import operating_curves, recall_treatments
 from .events import event_detection, has_events
+from .helper import take_handed
 from .onsets import residuals, timing
 from .over_time import has_time_bins, recall_over_time
-from .processes import draw_all, figure_costs, figure_processes, in_memory
+from .processes import as_drawn, draw_all, figure_costs, figure_processes, handout_order
 from .rates import has_rates, pick_rates
 from .station_recall import stations
-from .style import STYLE
+from .style import STYLE, panel_grid
 from .tolerance import has_tols, recall_vs_tolerance
 
 __all__ = ["FIGURES", "figures", "save_figures", "figure_names", "lay_out"]
@@ -151,47 +153,63 @@ def save_figures(
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.{fmt}" for name in chosen]
 
-    def render(i: int) -> bytes:
-        fig = _BUILDERS[chosen[i]](ds)
-        data = io.BytesIO()
-        with mpl.rc_context(STYLE):
-            if fmt == "png":
-                lay_out(fig, dpi=dpi)
-            fig.savefig(data, format=fmt, dpi=dpi, metadata=_metadata(fmt, chosen[i]))
-        fig.clear()  # a plain Figure is not registered with pyplot: clearing it releases it
-        return data.getvalue()
-
     def write(i: int, data: bytes) -> None:
         paths[i].write_bytes(data)
         if on_written is not None:
             on_written(paths[i])
 
-    ds = _as_drawn(ds, chosen)
+    ds = as_drawn(ds, chosen)
+    # A helper the command started (figures/helper.py) was handed this Dataset and the default figures.
+    helper = take_handed() if names is None else None
     # Each figure drawn once, by one process; in several where it pays (figures/processes.py); written here.
-    draw_all(render, chosen, processes=figure_processes(ds, chosen), write=write, meanwhile=meanwhile,
-             costs=figure_costs(ds, chosen))
+    draw_all(functools.partial(_render, ds, chosen, fmt=fmt, dpi=dpi), chosen,
+             processes=figure_processes(ds, chosen), write=write, meanwhile=meanwhile,
+             costs=figure_costs(ds, chosen), helper=helper)
     return paths
 
 
-#: The residual pairs' variables each figure reads, every row of them (no other figure reads a pair variable).
-PAIRS_READ: dict[str, tuple[str, ...]] = {
-    "residuals": ("residual", "pair_conf", "pair_model", "pair_phase", "pair_dataset"),
-}
+def _render(ds: xr.Dataset, names: Sequence[str], i: int, *, fmt: str, dpi: float) -> bytes:
+    """The bytes of figure ``names[i]`` of ``ds``, as ``fmt`` at ``dpi``."""
+    fig = _BUILDERS[names[i]](ds)
+    data = io.BytesIO()
+    with mpl.rc_context(STYLE):
+        if fmt == "png":
+            lay_out(fig, dpi=dpi)
+        fig.savefig(data, format=fmt, dpi=dpi, metadata=_metadata(fmt, names[i]))
+    fig.clear()  # a plain Figure is not registered with pyplot: clearing it releases it
+    return data.getvalue()
 
 
-def _as_drawn(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
-    """``ds`` as the figures ``names`` read it: when the only variables not in memory are residual pairs read
-    from a store (a run on a cluster, ``pickscale report``), those a figure reads whole (:data:`PAIRS_READ`) are
-    read here, once, and the others left out -- the figures read nothing more and hold no more memory than
-    drawn from ``ds`` itself, and a Dataset now wholly in memory can be drawn by several processes
-    (:func:`~pickscale.report.figures.processes.figure_processes`).  Otherwise ``ds`` as it is."""
-    lazy = [name for name, var in ds.variables.items() if not in_memory(var)]
-    if not lazy or any(ds[name].dims[:1] != ("pair",) for name in lazy):
-        return ds
-    read = {name for figure in names for name in PAIRS_READ.get(figure, ())}
-    # (compute(), not load(): the caller's Dataset keeps reading its pairs lazily)
-    return ds.drop_vars([name for name in lazy if name not in read]).assign(
-        {name: ds[name].compute() for name in lazy if name in read})
+def warm_up(*, fmt: str = "png", dpi: float = 150) -> None:
+    """Draw a small figure once and throw it away: what a process's first figure loads besides the figure
+    itself (the fonts, their glyphs at the style's sizes, the image writer) is then loaded.  For a process
+    that has time before its first figure (a helper, :mod:`~pickscale.report.figures.helper`); nothing any
+    figure draws depends on it (matplotlib only caches what it loaded).
+
+    Examples
+    --------
+    >>> warm_up(dpi=20)
+    """
+    fig, axes = panel_grid(rows=1, cols=1, width=3.0, height=2.0)
+    ax = axes.flat[0]
+    ax.plot([0.0, 0.5, 1.0], [0.2, 0.9, 0.4], marker="o", label="recall")
+    ax.set_title("pickscale 0123456789")
+    ax.set_xlabel("confidence threshold")
+    ax.legend()
+    with mpl.rc_context(STYLE):
+        if fmt == "png":
+            lay_out(fig, dpi=dpi)
+        fig.savefig(io.BytesIO(), format=fmt, dpi=dpi)
+    fig.clear()
+
+
+def helper_job(ds: xr.Dataset, fmt: str, dpi: float) -> tuple[Callable[[int], bytes], list[int]]:
+    """What a helper (:mod:`~pickscale.report.figures.helper`) handed ``ds`` draws: figure ``i`` of the default
+    names (:func:`figure_names`), and the order they are handed out in -- as :func:`save_figures` with
+    ``names=None`` lays them out, so that the two take the same figures from one counter."""
+    chosen = _default_names(ds)
+    return (functools.partial(_render, ds, chosen, fmt=fmt, dpi=dpi),
+            handout_order(figure_costs(ds, chosen)))
 
 
 def lay_out(fig: Figure, *, dpi: float) -> None:

@@ -29,8 +29,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["figure_processes", "figure_costs", "handout_order", "draw_all", "in_memory", "MAX_PROCESSES", "COSTS",
-           "OTHER_COST"]
+__all__ = ["figure_processes", "figure_costs", "handout_order", "draw_all", "in_memory", "as_drawn", "PAIRS_READ",
+           "MAX_PROCESSES", "COSTS", "OTHER_COST"]
 
 #: At most this many processes draw figures (two CPUs are the common case; more rarely pay for six figures).
 MAX_PROCESSES = 4
@@ -106,13 +106,34 @@ def in_memory(var: Any) -> bool:
     return isinstance(data, np.ndarray) or type(data).__name__ == "PandasIndexingAdapter"
 
 
+#: The residual pairs' variables each figure reads, every row of them (no other figure reads a pair variable).
+PAIRS_READ: dict[str, tuple[str, ...]] = {
+    "residuals": ("residual", "pair_conf", "pair_model", "pair_phase", "pair_dataset"),
+}
+
+
+def as_drawn(ds: Any, names: Sequence[str]) -> Any:
+    """``ds`` as the figures ``names`` read it: when the only variables not in memory are residual pairs read
+    from a store (a run on a cluster, ``pickscale report``), those a figure reads whole (:data:`PAIRS_READ`) are
+    read here, once, and the others left out -- the figures read nothing more and hold no more memory than
+    drawn from ``ds`` itself, and a Dataset now wholly in memory can be drawn by several processes
+    (:func:`figure_processes`).  Otherwise ``ds`` as it is."""
+    lazy = [name for name, var in ds.variables.items() if not in_memory(var)]
+    if not lazy or any(ds[name].dims[:1] != ("pair",) for name in lazy):
+        return ds
+    read = {name for figure in names for name in PAIRS_READ.get(figure, ())}
+    # (compute(), not load(): the caller's Dataset keeps reading its pairs lazily)
+    return ds.drop_vars([name for name in lazy if name not in read]).assign(
+        {name: ds[name].compute() for name in lazy if name in read})
+
+
 #: Seconds without a word from any child after which the children are given up (their figures drawn here).
 STALLED_S = 300.0
 
 
 def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes: int,
              write: Callable[[int, bytes], None], meanwhile: Callable[[], None] | None = None,
-             costs: Sequence[float] | None = None) -> None:
+             costs: Sequence[float] | None = None, helper: Any = None) -> None:
     """Every figure of ``names`` rendered (``render(i)``: its file's bytes) and written (``write(i, data)``).
 
     ``render`` runs in ``processes`` processes (this one among them); ``write`` always in this one, in the
@@ -120,9 +141,11 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
     writing them (a full disk) is raised here.  ``meanwhile()``: other work of this process (the tables),
     done once the other processes have started rendering and before any figure is written (first of all
     with one process).  ``costs``: each figure's (:func:`figure_costs`), the longest handed out first
-    (default: in the order given).
+    (default: in the order given).  ``helper``: a :class:`~pickscale.report.figures.helper.Helper` handed the
+    same figures (:func:`~pickscale.report.figures.helper.hand_over`): one of the ``processes``, it takes
+    them from its counter with the others.
     """
-    if processes <= 1 or len(names) < 2:
+    if (processes <= 1 and helper is None) or len(names) < 2:
         if meanwhile is not None:
             meanwhile()
         for i in range(len(names)):
@@ -133,20 +156,30 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
 
     order = handout_order(costs if costs is not None else [1.0] * len(names))
     ctx = multiprocessing.get_context("fork")
-    counter = ctx.Value("i", 0)
+    counter = ctx.Value("i", 0) if helper is None else helper.counter
+    # (a helper still loading matplotlib -- kept from the CPUs the command's workers used -- draws what is left
+    # when it is ready; the processes forked here draw meanwhile, as without it)
+    forked = max(0, processes - 1 - (helper is not None and helper.is_ready()))
     # One pipe per child: a message larger than the pipe's buffer (a figure's bytes) is not written at once,
     # so two children sending on one pipe would interleave their bytes.
-    pipes = [ctx.Pipe(duplex=False) for _ in range(processes - 1)]
+    pipes = [ctx.Pipe(duplex=False) for _ in range(forked)]
     children = [ctx.Process(target=_child, args=(render, order, counter, send), daemon=True,
                             name=f"pickscale-figures-{k}") for k, (_, send) in enumerate(pipes)]
-    listening = [receive for receive, _ in pipes]
+    listening = ([] if helper is None else [helper.results]) + [receive for receive, _ in pipes]
     done: set[int] = set()
 
+    def outstanding() -> bool:
+        """Whether a figure another process took is not here yet (a process that took none, such as a helper
+        still loading matplotlib when every figure was taken, is not waited for)."""
+        with counter.get_lock():
+            taken = counter.value
+        return any(i not in done for i in order[:taken])
+
     def take(block: bool) -> None:
-        """Write what the children have sent (with ``block``: until every one has stopped, or its pipe is at
-        its end: a child died without saying so)."""
+        """Write what the other processes have sent (with ``block``: until every figure they took is here, or
+        they have stopped, or their pipe is at its end: one died without saying so)."""
         quiet = 0.0
-        while listening:
+        while listening and (not block or outstanding()):
             ready = wait(listening, timeout=1.0 if block else 0)
             if not ready:
                 if not block:
@@ -163,7 +196,7 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
             for receive in [r for r in listening if r in ready]:  # (in child order)
                 try:
                     message = receive.recv()
-                except EOFError:
+                except (EOFError, OSError):
                     message = None
                 if message is None:  # a child has stopped (or died)
                     listening.remove(receive)
@@ -177,7 +210,8 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
     # (10^7 picks: half the children's page faults, ~0.15 CPU s).  Thawed again after, unless something was
     # frozen before (the console script freezes what it imported, for good: see pickscale.cli).
     thawed = gc.get_freeze_count() == 0
-    gc.freeze()
+    if children:
+        gc.freeze()
     try:
         for child in children:
             child.start()
@@ -186,13 +220,13 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
         if meanwhile is not None:
             meanwhile()
         while True:
-            take(block=False)  # what the children have finished meanwhile, written first
+            take(block=False)  # what the others have finished meanwhile, written first
             mine = _next(order, counter)
             if mine is None:
                 break
             write(mine, render(mine))
             done.add(mine)
-        take(block=True)  # until every child has stopped
+        take(block=True)  # until every figure taken elsewhere is here
     finally:
         for child in children:
             if child.is_alive():  # (stopped, or given up: a child still there is told to go)
@@ -200,9 +234,9 @@ def draw_all(render: Callable[[int], bytes], names: Sequence[str], *, processes:
             child.join()
         for receive, _ in pipes:
             receive.close()
-        if thawed:
+        if thawed and children:
             gc.unfreeze()
-    for i in range(len(names)):  # what a child did not finish (it failed, or died): drawn here, errors raised here
+    for i in range(len(names)):  # what another process did not finish (it failed, or died): drawn here
         if i not in done:
             write(i, render(i))
 
