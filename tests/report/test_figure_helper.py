@@ -128,3 +128,57 @@ def test_the_command_with_its_helper_writes_the_bytes_of_one_process(tmp_path):
         assert run.stderr == ""  # (nothing of the helper reaches the user)
         out[name] = _files(folder / "figures")
     assert out["helped"] == out["one"] and len(out["one"]) >= 6
+
+
+CTRL_C_CHILD = r"""
+import importlib.abc, os, signal, sys
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pickscale.cli.commands":  # (the helper is forked by then: it is started before this import)
+            sys.meta_path.remove(self)
+            from pickscale.report.figures import helper
+            started = helper.current()
+            print(f"helper {started.process.pid if started else None}", file=sys.stderr, flush=True)
+            os.killpg(os.getpgid(0), signal.SIGINT)  # Ctrl-C at a terminal: to the whole process group
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+from pickscale.cli import main
+sys.argv = ["pickscale", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def _session_processes(sid: int) -> list[int]:
+    """The processes of session ``sid`` still running (zombies excepted)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # (fields after the name: state, ppid, pgrp, session)
+            alive.append(int(entry.name))
+    return alive
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_a_helper_exits_130_and_leaves_no_process(tmp_path):
+    """Ctrl-C reaches the command and its helper together (a terminal signals the whole process group): the
+    helper ignores it, the command ends as any interruption does, and the helper ends with it."""
+    demo_inputs = ROOT / "configs" / "demo"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_CHILD, "score", "--reference", str(demo_inputs / "reference.csv"),
+         "--picks", str(demo_inputs / "picks.csv"), "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 130, err
+    assert "Traceback" not in err and "pickscale: interrupted" in err, err
+    helper_pid = err.split("helper ", 1)[1].split()[0]
+    assert helper_pid.isdigit(), err  # (a helper was running when Ctrl-C came)
+    _until(lambda: not _session_processes(child.pid), "the helper to end with the command", timeout=30)
+    assert not (tmp_path / "out").exists()

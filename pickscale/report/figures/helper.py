@@ -39,6 +39,9 @@ __all__ = ["Helper", "helper_started", "hand_over", "let_go", "take_handed", "cu
 #: what loading matplotlib does): the figures are drawn by processes forked then, as without one.
 HANDOVER_BYTES = 64 * 2**20
 
+#: The signals held back while the helper is forked (:func:`_start`).
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
 #: The helper of the command running in this context (:func:`helper_started`).
 _HELPER: contextvars.ContextVar[Helper | None] = contextvars.ContextVar("pickscale_figure_helper", default=None)
 
@@ -161,7 +164,13 @@ def _start() -> Helper | None:
         results_in, results_out = ctx.Pipe(duplex=False)
         process = ctx.Process(target=_main, args=(job_in, results_out, counter, ready, job_out, results_in),
                               daemon=True, name="pickscale-figure-helper")
-        process.start()
+        # Ctrl-C and SIGTERM held back across the fork: the helper sets its own handling before it takes them
+        # (between the fork and that, the command's handlers would raise in there); here they come after it.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     except OSError:  # no process to spare (a limit on processes, or memory): nothing is lost without one
         return None
     job_in.close()
@@ -196,6 +205,7 @@ def _main(jobs: Any, results: Any, counter: Any, ready: Any, *inherited: Any) ->
         os.nice(19)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the command handles Ctrl-C, and closes the pipe)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the command's handler would raise in here)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)  # (held back since the fork: _start)
     # lazy: processes imports the figures package, loaded in the helper only (the command's own imports stay light)
     from .processes import _child
 
