@@ -359,9 +359,11 @@ def appended_pairs(stored: xr.Dataset, new: xr.Dataset, *, datasets: list[str], 
             new_parts[name] = _on_table(np.asarray(fresh), new_maps.get(name), dtype)
             data[name] = np.concatenate([_on_table(old.values, stored_maps.get(name), dtype), new_parts[name]])
             continue
-        fresh = fresh if isinstance(fresh, da.Array) else da.from_array(np.asarray(fresh), chunks=BATCH_ROWS)
+        # (name=False: a random name, not one hashed from the data -- hashing a stored variable pickles it whole)
+        fresh = (fresh if isinstance(fresh, da.Array)
+                 else da.from_array(np.asarray(fresh), chunks=BATCH_ROWS, name=False))
         new_parts[name] = on_merged(fresh, new_maps.get(name), dtype)
-        kept = on_merged(da.from_array(_Rows(old), chunks=BATCH_ROWS), stored_maps.get(name), dtype)
+        kept = on_merged(da.from_array(_Rows(old), chunks=BATCH_ROWS, name=False), stored_maps.get(name), dtype)
         data[name] = da.concatenate([kept.astype(dtype), new_parts[name]])
     return data, PairParts(rows=rows, stored=stored_parts, new=new_parts, store=store, chunk_rows=chunk_rows)
 
