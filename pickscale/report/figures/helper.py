@@ -28,10 +28,11 @@ import importlib
 import os
 import queue
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from .processes import _child, may_fork, wanted_processes
 
 __all__ = ["Helper", "helper_started", "hand_over", "let_go", "take_handed", "current", "HANDOVER_BYTES", "may_start"]
 
@@ -68,28 +69,22 @@ class Helper:
 
 
 def may_start() -> bool:
-    """Whether a helper may be started here: Linux (``fork``), two CPUs or more for this process (its
-    affinity), not a daemon process, and ``PICKSCALE_FIGURE_PROCESSES`` not set below 2.
+    """Whether a helper may be started here: where figures may be drawn by forked processes
+    (:func:`~pickscale.report.figures.processes.may_fork`), with two CPUs or more for this process (its
+    affinity: what can be told before Dask is loaded) unless ``PICKSCALE_FIGURE_PROCESSES`` says how many
+    processes draw (:func:`~pickscale.report.figures.processes.wanted_processes`): two or more.
 
     Examples
     --------
     >>> import os
-    >>> may_start() == (sys.platform == "linux" and len(os.sched_getaffinity(0)) >= 2
-    ...                 and os.environ.get("PICKSCALE_FIGURE_PROCESSES", "") in ("", "2", "3", "4"))
-    True
+    >>> os.environ["PICKSCALE_FIGURE_PROCESSES"] = "1"; may_start()
+    False
+    >>> del os.environ["PICKSCALE_FIGURE_PROCESSES"]
     """
-    if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
+    if not may_fork():
         return False
-    wanted = os.environ.get("PICKSCALE_FIGURE_PROCESSES", "").strip()
-    if wanted:
-        try:
-            if int(wanted) < 2:
-                return False
-        except ValueError:
-            return False
-    import multiprocessing
-
-    return not multiprocessing.current_process().daemon
+    wanted = wanted_processes()
+    return len(os.sched_getaffinity(0)) >= 2 if wanted is None else wanted >= 2
 
 
 @contextlib.contextmanager
@@ -206,9 +201,6 @@ def _main(jobs: Any, results: Any, counter: Any, ready: Any, *inherited: Any) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the command handles Ctrl-C, and closes the pipe)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the command's handler would raise in here)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)  # (held back since the fork: _start)
-    # lazy: processes imports the figures package, loaded in the helper only (the command's own imports stay light)
-    from .processes import _child
-
     try:
         # (as the command loads its own: the collector off meanwhile, and what was loaded frozen; pickscale.cli)
         gc.disable()

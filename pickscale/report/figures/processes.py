@@ -77,24 +77,50 @@ def figure_processes(ds: Any, names: Sequence[str]) -> int:
     >>> figure_processes(xr.Dataset(), ["timing"])  # one figure: nothing to share
     1
     """
-    if len(names) < 2 or sys.platform != "linux":
-        return 1
-    import multiprocessing
-
-    if multiprocessing.current_process().daemon:
+    if len(names) < 2 or not may_fork():
         return 1
     if not all(in_memory(var) for var in ds.variables.values()):
         return 1
-    wanted = os.environ.get("PICKSCALE_FIGURE_PROCESSES", "").strip()
-    if wanted:
-        try:
-            return max(1, min(int(wanted), len(names)))
-        except ValueError:
-            return 1
+    wanted = wanted_processes()
+    if wanted is not None:
+        return max(1, min(wanted, len(names)))
     # lazy: engine.cluster brings dask (127 modules); a report that draws in one process never needs it
     from ...engine.cluster import process_cpus
 
     return max(1, min(process_cpus(), len(names), MAX_PROCESSES))
+
+
+def may_fork() -> bool:
+    """Whether figures may be drawn by forked processes here: Linux (``fork``), and not a daemon process (a
+    Dask worker's, which may have no children)."""
+    if sys.platform != "linux":
+        return False
+    import multiprocessing
+
+    return not multiprocessing.current_process().daemon
+
+
+def wanted_processes() -> int | None:
+    """``PICKSCALE_FIGURE_PROCESSES``: how many processes draw figures at most (1: never fork; not a number:
+    1); None when unset.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["PICKSCALE_FIGURE_PROCESSES"] = "2"; wanted_processes()
+    2
+    >>> os.environ["PICKSCALE_FIGURE_PROCESSES"] = "all"; wanted_processes()
+    1
+    >>> del os.environ["PICKSCALE_FIGURE_PROCESSES"]; wanted_processes() is None
+    True
+    """
+    text = os.environ.get("PICKSCALE_FIGURE_PROCESSES", "").strip()
+    if not text:
+        return None
+    try:
+        return max(1, int(text))
+    except ValueError:
+        return 1
 
 
 def in_memory(var: Any) -> bool:
