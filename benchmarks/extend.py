@@ -41,6 +41,7 @@ from record import write_block  # noqa: E402
 from scale import run_measured  # noqa: E402
 
 MARK = "<!-- extend -->"
+MARK_MODEL = "<!-- extend_model -->"
 MB = 2**20
 DAY_NS = 86_400 * 10**9
 TABLES = ("detection", "timing", "calibration", "phase_quality", "sweep", "budgets")
@@ -56,6 +57,21 @@ def _split(cat: Path, out: Path, *, cut_ns: int, gap_ns: int) -> dict[str, Path]
         for name, keep in (("first", before), ("second", after), ("whole", before | after)):
             (parts[name] / kind).mkdir(parents=True, exist_ok=True)
             pq.write_table(table.filter(pa.array(keep)), parts[name] / kind / "part-00000.parquet")
+    return parts
+
+
+def _split_by_model(cat: Path, out: Path) -> dict[str, Path]:
+    """``cat`` as three catalogues with the whole reference each: every model but the last (the store), the last
+    model (an extension by a new model), and every model."""
+    parts = {name: out / name for name in ("first", "second", "whole")}
+    reference = pa.concat_tables([pq.read_table(p) for p in sorted((cat / "reference").glob("*.parquet"))])
+    picks = pa.concat_tables([pq.read_table(p) for p in sorted((cat / "picks").glob("*.parquet"))])
+    model = picks.column("model").to_numpy(zero_copy_only=False).astype(str)
+    last = sorted(set(model.tolist()))[-1]
+    for name, keep in (("first", model != last), ("second", model == last), ("whole", model == model)):
+        for kind, table in (("reference", reference), ("picks", picks.filter(pa.array(keep)))):
+            (parts[name] / kind).mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, parts[name] / kind / "part-00000.parquet")
     return parts
 
 
@@ -91,6 +107,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--code", default=None, help="run this commit's package (git archive) or the package in this folder, "
                                                     "not the working tree")
+    ap.add_argument("--split", choices=("time", "model"), default="time",
+                    help="extend by the last months (time) or by the last model over the whole span (model)")
     ap.add_argument("--write", action="store_true", help="record the table in benchmarks/README.md")
     a = ap.parse_args()
     days = round(a.months * 365.25 / 12)
@@ -106,7 +124,8 @@ def main() -> None:
     try:
         code = (Path(a.code) if a.code and Path(a.code).is_dir() else  # an unpacked package's folder
                 code_of(a.code, work / "code") if a.code else None)
-        parts = _split(cat, work / "parts", cut_ns=cut_ns, gap_ns=int(a.gap * 1e9))
+        parts = (_split(cat, work / "parts", cut_ns=cut_ns, gap_ns=int(a.gap * 1e9)) if a.split == "time"
+                 else _split_by_model(cat, work / "parts"))
         sizes = {name: {kind: pq.ParquetFile(p / kind / "part-00000.parquet").metadata.num_rows
                         for kind in ("reference", "picks")} for name, p in parts.items()}
         print(json.dumps({"catalogue": cat.name, "sizes": sizes}), flush=True)
@@ -152,9 +171,12 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if a.write:
-        lines = [f"{a.store_months}-month store ({summary['stored_arrivals']:,} arrivals, {a.stations:,} stations, "
-                 f"3 models) extended by {a.months - a.store_months} months ({summary['new_arrivals']:,} arrivals, "
-                 f"{summary['new_picks']:,} picks); median of {a.repeat}, side by side:", "",
+        head = (f"{a.store_months}-month store ({summary['stored_arrivals']:,} arrivals, {a.stations:,} stations, "
+                f"3 models) extended by {a.months - a.store_months} months ({summary['new_arrivals']:,} arrivals, "
+                f"{summary['new_picks']:,} picks)" if a.split == "time" else
+                f"{a.months}-month store of 2 models ({summary['stored_arrivals']:,} arrivals, {a.stations:,} "
+                f"stations) extended by a third model over the same months ({summary['new_picks']:,} picks)")
+        lines = [f"{head}; median of {a.repeat}, side by side:", "",
                  "| step | wall (s) | CPU (s, every process) | client peak (MB) | peak per worker (MB) | "
                  "other jobs' CPU (max) |", "|---|---|---|---|---|---|"]
         lines += [f"| {r['step']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['client_mb']:,.0f} | "
@@ -163,7 +185,10 @@ def main() -> None:
                   f"≤ 1.2×); each extend over the scoring run beside it: "
                   f"{', '.join(f'{r:.2f}×' for r in summary['paired_ratios'])} (median "
                   f"{statistics.median(summary['paired_ratios']):.2f}×). Extended tables equal one run over the whole catalogue: {'yes' if same else 'NO'}."]
-        write_block(MARK, "\n".join(lines), heading="Extending a store against scoring the new part alone (issue 22)")
+        if a.split == "time":
+            write_block(MARK, "\n".join(lines), heading="Extending a store against scoring the new part alone (issue 22)")
+        else:
+            write_block(MARK_MODEL, "\n".join(lines), heading="Extending a store by a new model (issue 22)")
 
 
 if __name__ == "__main__":

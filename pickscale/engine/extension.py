@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import StoreError
+from ..metrics.flags import FLAG_NAMES
+from ..metrics.timing import lay_out
 from ..options import Options
 from ..results.bootstrap import bootstrap
-from ..results.derived import edge_warnings
+from ..results.derived import edge_warnings, stored_statistics
 from ..results.extend import EXACT_FIELDS, StoredSide, appended_pairs, merge_results, merged_index, stored_side
 from ..results.variables import residual_ns as residual_ns_of
 from ..store import read_lazily, reserved, save
@@ -54,8 +56,8 @@ if TYPE_CHECKING:
     import xarray as xr
 
 
-__all__ = ["extend", "extended", "facts_of", "reference_digest", "arrival_spans", "check_keywords", "check_options",
-           "KEYWORDS", "OPTION_NAMES"]
+__all__ = ["extend", "extended", "shares_no_stream", "statistics_apart", "facts_of", "reference_digest",
+           "arrival_spans", "check_keywords", "check_options", "KEYWORDS", "OPTION_NAMES"]
 
 
 def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, ci: float | None = None,
@@ -146,9 +148,16 @@ def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str,
     # The run's stages, keeping the normalised reference (in its buckets, where they are): the arrivals are
     # checked against the store's.
     run = prepare(reference, picks, run_keywords(arguments), keep_reference=True)
+    apart = not replace and shares_no_stream(stored, run.scope.models)
+    if apart and ahead is not None:  # (no stored pair is timed again: the reading started early stops here)
+        ahead.cancel()
+        ahead = None
     executed = execute(run)
     new_pairs = executed.pairs  # (its sizes and stream tasks: what an appending extension times again)
     new = finalize(run, executed)
+    if apart:  # (and the models the new results hold, whatever the scope named: else timed as any extension)
+        apart = shares_no_stream(stored, {str(d): [str(m) for m, p in zip(new["model"].values, row) if p]
+                                          for d, row in zip(new["dataset"].values, new["model_present"].values)})
     _checked(checking)  # (nothing stored is read for the merge before the store passed its check)
     prepared = None if side is None else side.result()
     reference_rows = run.reference
@@ -197,9 +206,12 @@ def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str,
         # The merged streams are timed on the cluster (a thread waits for them) while the counts are merged here.
         names = _merged_names(stored, new)
         timer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pickscale-merged-streams")
-        timing = timer.submit(contextvars.copy_context().run, functools.partial(
-            _merged_statistics, new, new_pairs, *names, client=client, options=options,
-            ahead=ahead or StoredShares(stored, store, client=client)))
+        if apart:  # every stream on one side only: its statistics are that side's (SPEC §11)
+            timing = timer.submit(statistics_apart, stored, new, *names, options=options)
+        else:
+            timing = timer.submit(contextvars.copy_context().run, functools.partial(
+                _merged_statistics, new, new_pairs, *names, client=client, options=options,
+                ahead=ahead or StoredShares(stored, store, client=client)))
         timer.shutdown(wait=False)
         try:
             merged = merge_results(stored, new, same_arrivals=same, replaced=replaced, attrs=attrs,
@@ -237,6 +249,47 @@ def _merged_names(stored: xr.Dataset, new: xr.Dataset) -> tuple[list[str], list[
     models = sorted({str(m) for ds in (stored, new)
                      for m in ds["model"].values[np.asarray(ds["model_present"].values).any(axis=0)]})
     return datasets, models
+
+
+def shares_no_stream(stored: xr.Dataset, models: Mapping[str, Any]) -> bool:
+    """Whether a new run with ``models`` (dataset -> its models) adds no pair to a stream of ``stored`` -- no
+    (dataset, model) of it is present in the store (new models, new datasets) -- and ``stored`` keeps what
+    SPEC §5's rules found (:mod:`pickscale.metrics.flags`; stores written before do not): then each merged
+    stream is on one side only, and its statistics are that side's (:func:`statistics_apart`).
+
+    >>> import xarray as xr
+    >>> stored = xr.Dataset({"model_present": (("dataset", "model"), [[True, False]])},
+    ...                     coords={"dataset": ["d"], "model": ["a", "b"]})
+    >>> stored = stored.assign({name: (("dataset", "model"), [[0, 0]]) for name in FLAG_NAMES})
+    >>> shares_no_stream(stored, {"d": ["b", "c"], "e": ["a"]}), shares_no_stream(stored, {"d": ["a"]})
+    (True, False)
+    """
+    if not all(name in stored for name in FLAG_NAMES):
+        return False
+    present = np.asarray(stored["model_present"].transpose("dataset", "model").values, dtype=bool)
+    stored_models = {str(d): {str(m) for m, p in zip(stored["model"].values, row) if p}
+                     for d, row in zip(stored["dataset"].values, present)}
+    return not any(stored_models.get(str(d), set()) & {str(m) for m in ms} for d, ms in models.items())
+
+
+def statistics_apart(stored: xr.Dataset, new: xr.Dataset, datasets: list[str], models: list[str], *,
+                     options: Options) -> dict[str, dict[str, np.ndarray]]:
+    """The merged streams' statistics on ``datasets`` and ``models`` when each stream is on one side only
+    (:func:`shares_no_stream`): each (dataset, model) present on a side takes that side's statistics as it
+    states them (:func:`~pickscale.results.derived.stored_statistics`: its timing readings and what SPEC §5's
+    rules found), and no pair is read.  Exact: a stream's statistics are those of its pairs, all on that
+    side."""
+    out = lay_out({}, shape=(len(datasets), len(models)), n_thresholds=options.grid.size, n_groups=0,
+                  grouped=False)
+    for side in (stored, new):
+        stated = stored_statistics(side, options)
+        d_of, m_of = merged_index(side["dataset"].values, datasets), merged_index(side["model"].values, models)
+        present = np.asarray(side["model_present"].transpose("dataset", "model").values, dtype=bool)
+        for d, m in zip(*np.nonzero(present)):
+            for kind in ("sweep", "mode", "grid"):
+                for name, values in stated[kind].items():
+                    out[kind][name][d_of[d], m_of[m]] = values[d, m]
+    return out
 
 
 def _merged_statistics(new: xr.Dataset, new_pairs: PairColumns, datasets: list[str], models: list[str], *,

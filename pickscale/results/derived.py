@@ -16,6 +16,7 @@ import xarray as xr
 
 from ..errors import emit_warnings
 from ..metrics import curves, detection, timing
+from ..metrics.flags import FLAG_NAMES, flag_facts, rule_inputs
 from ..options import Options
 from .events import derive_events
 from .quality import grid_warnings, quality_flags
@@ -59,6 +60,8 @@ def derive(ds: xr.Dataset, *, options: Options,
             laid[name] = _evaluate(entry, totals, laid, ds.sizes)
     families = {"timing": _on_statistics(stats["sweep"], ("dataset", "model", "phase", "threshold"))}
     families["readings"], budgets = _readings(ds, options, totals, laid)
+    families["flags"] = {name: (("dataset", "model", "phase"), values)  # SPEC §5's rules where they fire
+                         for name, values in flag_facts(stats["mode"], stats["grid"]).items()}
     if FAMILIES["timing_by_group"].requires in ds:  # SPEC §14
         families["timing_by_group"] = {f"{name}_by_group": laid_out for name, laid_out in _on_statistics(
             stats["by_group"], ("dataset", "model", "phase", "group")).items()}
@@ -272,6 +275,10 @@ def stored_statistics(ds: xr.Dataset, options: Options) -> dict[str, dict[str, n
         if f"{name}_by_group" in ds:
             out["by_group"][name] = np.asarray(ds[f"{name}_by_group"].transpose("dataset", "model", "phase",
                                                                                 "group", *_along(name)).values)
+    if all(name in ds for name in FLAG_NAMES):  # (stores written before they were kept have none: no rule fires)
+        n = np.stack([out["sweep"]["n_pairs"][:, :, p, j] for p, j in enumerate(options.threshold_indices)], axis=-1)
+        kept = {name: np.asarray(ds[name].transpose("dataset", "model", "phase").values) for name in FLAG_NAMES}
+        out["mode"], out["grid"] = rule_inputs(kept, n)
     return out
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..kernel.combine import Kind
 from ..metrics import calibration, detection
+from ..metrics.flags import FLAG_NAMES
 from ..metrics.timing import GROUP_NAMES, QUANTILE_NAMES, TIMING_NAMES
 from .variables import VARIABLES, Variable
 
@@ -180,6 +181,8 @@ FAMILIES: dict[str, Family] = {
                        Kind.FINE, after="brier_lb"),  # SPEC §7 (recall_at_budgets with several budgets)
     "timing_by_group": Family(tuple(f"{name}_by_group" for name in GROUP_NAMES), Kind.PAIRS,
                               requires="matched_by_group", after="recall_by_group"),  # SPEC §14
+    # SPEC §5's rules on the residuals, what they found where they fire (metrics/flags.py)
+    "flags": Family(FLAG_NAMES, Kind.PAIRS),
     "events": Family(("n_events", "events_detected", "event_detection_rate", "events_detected_at_threshold",
                       "event_detection_rate_at_threshold"), Kind.EVENTS, requires="event_levels"),  # SPEC §19
     # SPEC §20: from the pick-rate counts (picks summed, days united: kernel/rates.py), not the per-station fields.

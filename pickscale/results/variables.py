@@ -199,6 +199,23 @@ VARIABLES: dict[str, Variable] = {
              "precision at best_threshold."),
     "ap_lb": Variable(_DMP, "average precision (lower bound)", "1",
              "sum_k (recall_k - recall_k+1) precision_k over the fine curve."),
+    # SPEC §5's rules on the residuals at the shared threshold, where they fire (0 elsewhere): metrics/flags.py.
+    "concentrated_residual": Variable(_DMP, "value the residuals are concentrated on", "ns",
+             "Where the residuals at the shared threshold are concentrated on one value (SPEC §5): that value, in "
+             "integer ns; 0 elsewhere."),
+    "concentrated_count": Variable(_DMP, "residuals on the concentrated value", "1",
+             "Where the residuals at the shared threshold are concentrated on one value (SPEC §5): how many equal "
+             "it; 0 elsewhere."),
+    "grid_step": Variable(_DMP, "step of the residuals' grid", "ns",
+             "Where the residuals at the shared threshold lie on a grid (SPEC §5): its step, in integer ns; 0 "
+             "elsewhere."),
+    "grid_offset": Variable(_DMP, "offset of the residuals' grid", "ns",
+             "Where the residuals lie on a grid (SPEC §5): the common residue modulo the step, in (-step/2, step/2] "
+             "ns; 0 elsewhere."),
+    "grid_count": Variable(_DMP, "residuals on the grid", "1",
+             "Where the residuals lie on a grid (SPEC §5): how many have its residue; 0 elsewhere."),
+    "grid_values": Variable(_DMP, "distinct residuals on the grid", "1",
+             "Where the residuals lie on a grid (SPEC §5): how many distinct values those take; 0 elsewhere."),
 }
 
 #: The coordinates that carry attributes.

@@ -339,3 +339,44 @@ def test_an_extension_s_new_pairs_are_computed_while_its_store_s_arrays_are_made
     assert computed.is_set()
     got = zarr.open_group(memory, mode="r", zarr_format=3)["x"][:]
     assert np.array_equal(got, np.r_[stored, np.arange(5)])
+
+
+@pytest.mark.cluster
+def test_an_extension_by_a_new_model_stops_reading_the_stored_pairs_once_its_models_are_known(
+        client, tmp_path, monkeypatch):
+    # The stored pairs are read while the new inputs are read (they might be a later stretch); once the new run's
+    # models are known and none is stored, no stored stream gets a pair: the reading stops (SPEC §11).
+    import pickscale.engine.stored_pairs as stored_pairs
+
+    ref, picks = stretches(1)
+    last = sorted(picks.model.unique())[-1]
+    target = pickscale.save(pickscale.score(ref, picks[picks.model != last]), tmp_path / "results.zarr")
+    stopped, finished = threading.Event(), []
+
+    class Check(stored_pairs.PairCheck):
+        def take(self, facts):
+            assert stopped.wait(60), "the extension by a new model did not stop reading the stored pairs"
+            return super().take(facts)
+
+        def finish(self):
+            finished.append(True)
+            super().finish()
+
+    real_cancel = stored_pairs.StoredShares.cancel
+
+    def cancel(self):
+        self._stop.set()
+        stopped.set()
+        real_cancel(self)
+
+    monkeypatch.setattr(stored_pairs, "PairCheck", Check)
+    monkeypatch.setattr(stored_pairs.StoredShares, "cancel", cancel)
+    before = set(client.futures)
+    with client.as_current():
+        got = extended(open_results(target), ref, picks[picks.model == last], store=target, client=client).load()
+    assert stopped.is_set() and not finished
+    assert not [t for t in threading.enumerate() if t.name.startswith(THREADS)]
+    same(pickscale.score(ref, picks), got)
+    gc.collect()
+    # (the merged results hold the new run's pairs on the cluster; nothing of the stored pairs' reading is left)
+    assert not [key for key in set(client.futures) - before if str(key).startswith(("read_and_cut", "report_of"))]

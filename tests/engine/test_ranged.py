@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import pickscale
 from pickscale.engine import ranged
 from pickscale.engine.ranged import cut_points, part_of, statistics
+from pickscale.metrics.flags import flag_facts
 from pickscale.metrics.grid import on_grid
 from pickscale.metrics.timing import concentrated, pair_statistics
 from pickscale.options import Options
@@ -51,6 +52,10 @@ def _compare(rows, cuts, options, phase=0):
         assert (got["mode"]["residual_ns"], got["mode"]["count"]) == (want["mode"]["residual_ns"],
                                                                      want["mode"]["count"])
     assert on_grid(got["grid"]) == on_grid(want["grid"])
+    # What the results keep of the rules (metrics/flags.py) is the same however the stream was held.
+    kept = [flag_facts({k: np.asarray(v) for k, v in one["mode"].items()},
+                       {k: np.asarray(v) for k, v in one["grid"].items()}) for one in (got, want)]
+    assert {k: int(v) for k, v in kept[0].items()} == {k: int(v) for k, v in kept[1].items()}
 
 
 _RESIDUALS = st.one_of(

@@ -210,11 +210,13 @@ def test_report_refuses_an_edited_store(case, store, results, tmp_path, capsys):
 @pytest.mark.parametrize("case", ["recall 7.0", "options missing", "options malformed", "threshold off grid",
                                   "malformed extent", "pair index out of range", "pairs out of order"])
 def test_extend_refuses_an_edited_store(case, store, results, tmp_path, capsys):
-    # The pairs are checked a batch at a time as extend reads them (store.consistency.PairCheck).
+    # The pairs are checked a batch at a time as extend reads them (store.consistency.PairCheck): a later
+    # stretch of the stored models adds pairs to the stored streams, so every stored pair is read (an extension
+    # by new models reads none: SPEC §11).
     {**CASES, **MORE}[case][0](store, results)
     ref, picks = tmp_path / "ref.csv", tmp_path / "picks.csv"
-    REFERENCE.to_csv(ref, index=False)
-    PICKS.assign(model="o").to_csv(picks, index=False)
+    REFERENCE.assign(time=REFERENCE["time"] + 1000.0).to_csv(ref, index=False)
+    PICKS.assign(time=PICKS["time"] + 1000.0).to_csv(picks, index=False)
     before = {p: p.read_bytes() for p in sorted(store.parent.rglob("*")) if p.is_file()}
     code = main(["extend", str(store.parent), "--reference", str(ref), "--picks", str(picks), "--quiet",
                  "--no-figures"])
@@ -262,7 +264,16 @@ def pairs_out_of_order(store: Path, results) -> None:
     edit_array(store, "pair_phase", lambda v: v.__setitem__(slice(None), v[::-1].copy()))
 
 
+def concentration_claimed(store: Path, results) -> None:
+    # (nothing is concentrated here: a store that says model m's P residuals are, on 5 of them, contradicts its
+    # pairs -- and its n_pairs: 5 of fewer than 20 pairs is no concentration, SPEC §5)
+    cell = index_of(results, dataset="all", model="m", phase="P")
+    edit_array(store, "concentrated_count", lambda v: v.__setitem__(cell, 5))
+
+
 MORE: dict[str, tuple[Callable[[Path, Any], None], tuple[str, ...]]] = {
+    "concentration claimed": (concentration_claimed, ("'concentrated_count'", "must equal what the stored counts give",
+                                                      "dataset='all', model='m', phase='P'")),
     "one ulp on mae": (one_ulp_on_mae, ("'mae'", "must equal what the stored counts give")),
     "cal_conf off its limbs": (cal_conf_off_its_limbs, ("'cal_conf'", "exact limbs")),
     "residual moved": (residual_moved, ("must equal what the stored counts give",)),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from ...metrics.flags import FLAG_NAMES
 from ...results.bootstrap import DIFFERENCES, INTERVAL_METRICS
 from ...results.derived import derive, stored_statistics
 from ...results.variables import OPTIONAL_VARIABLES, RATE_COUNTS, metric_name
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 #: Derived variables added after stores were first written: a store without one opens (it was written before
 #: the variable existed; every reader derives it from what the store keeps, as :mod:`pickscale.report.tables`
 #: derives ``best_on_edge`` from ``best_threshold`` and the grid); a store with one has it checked as any other.
-ADDED_LATER = frozenset({"best_on_edge"})
+ADDED_LATER = frozenset({"best_on_edge", *FLAG_NAMES})
 
 #: Detection rates of SPEC §4: their bootstrap intervals (symmetric bootstrap-t, clipped to the stations' own
 #: rates) lie in [0, 1].

@@ -1,0 +1,97 @@
+"""An extension that adds no pair to a stored stream (new models, new datasets) times no stored pair (SPEC §11).
+
+Each merged stream is then on one side only, and its statistics are that side's as stored: the timing readings,
+and what SPEC §5's rules found where they fire (``concentrated_*``, ``grid_*``: metrics/flags.py).  Hand-worked
+on SPEC §5's two examples: model ``m``'s residuals concentrated on 0 (18 of 25), model ``n``'s on a 0.1 s grid
+(23 of 25 at residue 0, four distinct values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pickscale
+import pickscale.engine.extension as extension
+from pickscale.metrics.flags import FLAG_NAMES
+
+#: SPEC §5's worked examples, in seconds: concentrated (18 at 0.000 s) and on a grid (0.1 s, offset 0).
+CONCENTRATED = [0.0] * 18 + [0.010] * 3 + [-0.010] * 2 + [0.020] * 2
+GRIDDED = [-0.1] * 5 + [0.0] * 9 + [0.1] * 6 + [0.2] * 3 + [0.013, -0.047]
+
+
+def _inputs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    arrivals = 100.0 + 10.0 * np.arange(25)
+    ref = pd.DataFrame({"station": "A", "phase": "P", "time": arrivals})
+    picks = pd.concat([pd.DataFrame({"model": model, "station": "A", "phase": "P", "time": arrivals + np.array(e),
+                                     "conf": 0.9}) for model, e in (("m", CONCENTRATED), ("n", GRIDDED))])
+    return ref, picks
+
+
+def test_the_rules_findings_are_kept_where_they_fire():
+    ref, picks = _inputs()
+    ds = pickscale.score(ref, picks)
+    at = {name: ds[name].sel(dataset="all", phase="P").values.tolist() for name in FLAG_NAMES}
+    assert at["concentrated_residual"] == [0, 0] and at["concentrated_count"] == [18, 0]  # m: 18 of 25 at 0
+    assert at["grid_step"] == [0, 100_000_000] and at["grid_offset"] == [0, 0]  # n: on the 0.1 s grid …
+    assert at["grid_count"] == [0, 23] and at["grid_values"] == [0, 4]  # … 23 of 25, at four values
+    assert [r["flag"] for r in ds.attrs["data_quality"]] == ["concentrated", "pick_grid", "reference_offset"]
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_a_store_gives_back_what_the_rules_found(lazy, tmp_path):
+    ref, picks = _inputs()
+    ds = pickscale.score(ref, picks)
+    back = pickscale.open_results(pickscale.save(ds, tmp_path / "results.zarr"), lazy=lazy)
+    for name in FLAG_NAMES:
+        assert back[name].values.tolist() == ds[name].values.tolist()
+
+
+def test_an_extension_by_a_new_model_times_no_stored_pair_and_equals_one_run(tmp_path, monkeypatch):
+    ref, picks = _inputs()
+    one_run = pickscale.score(ref, picks)
+    store = pickscale.save(pickscale.score(ref, picks[picks.model == "m"]), tmp_path / "results.zarr")
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a stored stream was timed again")
+
+    monkeypatch.setattr(extension, "_merged_statistics", refused)
+    monkeypatch.setattr(extension, "StoredShares", refused)
+    extended = pickscale.extend(store, ref, picks[picks.model == "n"])
+    for name, table in pickscale.tables(one_run).items():
+        assert pickscale.tables(extended)[name].to_csv() == table.to_csv(), name
+    for name in FLAG_NAMES:
+        assert extended[name].values.tolist() == one_run[name].values.tolist(), name
+    assert extended.attrs["data_quality"] == one_run.attrs["data_quality"]
+    # The stored model's concentration is said again of the merged results, in the words of one run.
+    said = [w for w in one_run.attrs["warnings"] if "concentrated" in w]
+    assert said and all(w in extended.attrs["warnings"] for w in said)
+
+
+def test_a_later_stretch_of_a_stored_model_times_its_stored_pairs_again(tmp_path, monkeypatch):
+    ref, picks = _inputs()
+    store = pickscale.save(pickscale.score(ref, picks[picks.model == "m"]), tmp_path / "results.zarr")
+    later = picks[picks.model == "m"].assign(time=lambda f: f["time"] + 10_000.0)
+    timed = []
+    original = extension._merged_statistics
+    monkeypatch.setattr(extension, "_merged_statistics", lambda *a, **k: timed.append(1) or original(*a, **k))
+    extended = pickscale.extend(store, ref.assign(time=ref["time"] + 10_000.0), later)
+    assert timed == [1]
+    assert int(extended["concentrated_count"].sel(dataset="all", model="m", phase="P")) == 36  # 18 + 18 of 50
+
+
+def test_a_store_without_the_rules_findings_is_extended_from_its_pairs(tmp_path, monkeypatch):
+    # (a store written before they were kept: the stored streams are timed again, as before)
+    ref, picks = _inputs()
+    stored = pickscale.score(ref, picks[picks.model == "m"]).drop_vars(list(FLAG_NAMES))
+    store = pickscale.save(stored, tmp_path / "results.zarr")
+    timed = []
+    original = extension._merged_statistics
+    monkeypatch.setattr(extension, "_merged_statistics", lambda *a, **k: timed.append(1) or original(*a, **k))
+    extended = pickscale.extend(store, ref, picks[picks.model == "n"])
+    assert timed == [1]
+    one_run = pickscale.score(ref, picks)
+    assert extended.attrs["data_quality"] == one_run.attrs["data_quality"]
+    for name in FLAG_NAMES:
+        assert extended[name].values.tolist() == one_run[name].values.tolist(), name
