@@ -66,6 +66,12 @@ def _split_by_model(cat: Path, out: Path) -> dict[str, Path]:
     parts = {name: out / name for name in ("first", "second", "whole")}
     reference = pa.concat_tables([pq.read_table(p) for p in sorted((cat / "reference").glob("*.parquet"))])
     picks = pa.concat_tables([pq.read_table(p) for p in sorted((cat / "picks").glob("*.parquet"))])
+    # Both sides must score the same arrivals (SPEC §11): none within an hour of either end of the picks, where
+    # one side's scored span (its first and last pick, ± residual_tol) may end before the other's.
+    t = pc.cast(picks.column("time"), pa.timestamp("ns")).cast(pa.int64()).to_numpy()
+    a = pc.cast(reference.column("time"), pa.timestamp("ns")).cast(pa.int64()).to_numpy()
+    hour = 3_600 * 10**9
+    reference = reference.filter(pa.array((a >= t.min() + hour) & (a <= t.max() - hour)))
     model = picks.column("model").to_numpy(zero_copy_only=False).astype(str)
     last = sorted(set(model.tolist()))[-1]
     for name, keep in (("first", model != last), ("second", model == last), ("whole", model == model)):
