@@ -8,9 +8,15 @@ on SPEC §5's two examples: model ``m``'s residuals concentrated on 0 (18 of 25)
 
 from __future__ import annotations
 
+import tempfile
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pickscale
 import pickscale.engine.extension as extension
@@ -95,3 +101,44 @@ def test_a_store_without_the_rules_findings_is_extended_from_its_pairs(tmp_path,
     assert extended.attrs["data_quality"] == one_run.attrs["data_quality"]
     for name in FLAG_NAMES:
         assert extended[name].values.tolist() == one_run[name].values.tolist(), name
+
+
+# A property: a store of one model extended by another equals one run of both, whatever their residuals
+# (spikes, grids, spreads) -- its tables, what §5's rules found, the records and the warnings.
+
+_RESIDUAL = st.one_of(st.sampled_from([0.0, 0.0, 0.01, -0.01, 0.1, -0.1, 0.2, 0.3]),
+                      st.floats(-1.5, 1.5, allow_nan=False).map(lambda x: round(x, 6)))
+_PICK = st.one_of(st.none(), st.tuples(_RESIDUAL, st.sampled_from([0.1, 0.3, 0.5, 0.8, 1.0])))
+
+
+@pytest.mark.slow
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["P", "S"]), _PICK, _PICK), min_size=1, max_size=60))
+def test_a_model_added_to_a_store_is_one_run_of_both(rows):
+    ref, picks = [], []
+    for k, (station, phase, a, b) in enumerate(rows):
+        t = 1000.0 + 10.0 * k
+        ref.append((f"S{station}", phase, t))
+        for model, pick in (("a", a), ("b", b)):
+            if pick is not None:
+                picks.append((model, f"S{station}", phase, t + pick[0], pick[1]))
+    for model in ("a", "b"):  # (both models span the same stretch at every station: the same arrivals scored)
+        for station in range(3):
+            for t in (900.0, 1100.0 + 10.0 * len(rows)):
+                picks.append((model, f"S{station}", "P", t, 0.1))
+    ref = pd.DataFrame(ref, columns=["station", "phase", "time"])
+    picks = pd.DataFrame(picks, columns=["model", "station", "phase", "time", "conf"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one_run = pickscale.score(ref, picks)
+        with tempfile.TemporaryDirectory() as folder:
+            store = pickscale.save(pickscale.score(ref, picks[picks.model == "a"]), Path(folder) / "results.zarr")
+            assert extension.shares_no_stream(pickscale.open_results(store), {"all": ["b"]})  # (the path tested)
+            extended = pickscale.extend(store, ref, picks[picks.model == "b"])
+    for name, table in pickscale.tables(one_run).items():
+        assert pickscale.tables(extended)[name].to_csv() == table.to_csv(), name
+    for name in FLAG_NAMES:
+        assert extended[name].values.tolist() == one_run[name].values.tolist(), name
+    assert extended.attrs["data_quality"] == one_run.attrs["data_quality"]
+    said = [w for w in one_run.attrs["warnings"] if "concentrated" in w or "grid" in w]
+    assert all(w in extended.attrs["warnings"] for w in said)
