@@ -74,10 +74,10 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
     left to read): the stored pairs are then read a batch at a time as they are merged, and each batch is
     checked as it is read (SPEC §15; the pairs' checks of a whole opening), so this process never holds
     every pair -- unless the new inputs add pairs to no stored stream (new models, new datasets:
-    :func:`shares_no_stream`), when no stored pair is read.  ``checking``: the store's own check, still running when ``stored`` was opened by
-    :func:`pickscale.store.read.open_checking`: the new inputs are scored meanwhile, and nothing stored is
-    merged before it is done; a store that fails it is the error, whatever else went wrong (as if it had
-    been checked first).
+    :func:`shares_no_stream`), when no stored pair is read.  ``checking``: the store's own check, still
+    running when ``stored`` was opened by :func:`pickscale.store.read.open_checking`: the new inputs are
+    scored meanwhile, and nothing stored is merged before it is done; a store that fails it is the error,
+    whatever else went wrong (as if it had been checked first).
     Raises :class:`OptionsError`, :class:`InputError` or :class:`StoreError`
     when the extension is refused.
     """
