@@ -235,18 +235,16 @@ def test_a_stored_pair_that_breaks_spec_15_refuses_an_extension_on_a_cluster(cli
     assert not [t for t in threading.enumerate() if t.name.startswith(THREADS)]
 
 
-@pytest.mark.cluster
-def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them(client, tmp_path, monkeypatch):
+def _held_until_cancelled(monkeypatch, why: str) -> tuple[threading.Event, list[bool]]:
+    """The stored pairs' check holds each batch until the reading is cancelled (``stopped``); ``finished`` says
+    whether the check ever finished."""
     import pickscale.engine.stored_pairs as stored_pairs
 
-    target, _, (ref, picks) = _stored_half(tmp_path)
     stopped, finished = threading.Event(), []
 
     class Check(stored_pairs.PairCheck):
         def take(self, facts):
-            # The first batch (read and checked by a worker, or here) is held until the extension is refused and
-            # has told the thread to stop.
-            assert stopped.wait(60), "the refused extension did not stop the thread"
+            assert stopped.wait(60), why
             return super().take(facts)
 
         def finish(self):
@@ -262,6 +260,16 @@ def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them
 
     monkeypatch.setattr(stored_pairs, "PairCheck", Check)
     monkeypatch.setattr(stored_pairs.StoredShares, "cancel", cancel)
+    return stopped, finished
+
+
+@pytest.mark.cluster
+def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them(client, tmp_path, monkeypatch):
+
+    target, _, (ref, picks) = _stored_half(tmp_path)
+    # (the first batch, read and checked by a worker or here, is held until the extension is refused and has told
+    # the thread to stop)
+    stopped, finished = _held_until_cancelled(monkeypatch, "the refused extension did not stop the thread")
     before = set(client.futures)
     with client.as_current(), pytest.raises(InputError, match="already stored over an overlapping span"):
         extended(open_results(target), ref[ref.time < START + DAY], picks[picks.time < START + DAY], store=target,
@@ -346,31 +354,11 @@ def test_an_extension_by_a_new_model_stops_reading_the_stored_pairs_once_its_mod
         client, tmp_path, monkeypatch):
     # The stored pairs are read while the new inputs are read (they might be a later stretch); once the new run's
     # models are known and none is stored, no stored stream gets a pair: the reading stops (SPEC §11).
-    import pickscale.engine.stored_pairs as stored_pairs
 
     ref, picks = stretches(1)
     last = sorted(picks.model.unique())[-1]
     target = pickscale.save(pickscale.score(ref, picks[picks.model != last]), tmp_path / "results.zarr")
-    stopped, finished = threading.Event(), []
-
-    class Check(stored_pairs.PairCheck):
-        def take(self, facts):
-            assert stopped.wait(60), "the extension by a new model did not stop reading the stored pairs"
-            return super().take(facts)
-
-        def finish(self):
-            finished.append(True)
-            super().finish()
-
-    real_cancel = stored_pairs.StoredShares.cancel
-
-    def cancel(self):
-        self._stop.set()
-        stopped.set()
-        real_cancel(self)
-
-    monkeypatch.setattr(stored_pairs, "PairCheck", Check)
-    monkeypatch.setattr(stored_pairs.StoredShares, "cancel", cancel)
+    stopped, finished = _held_until_cancelled(monkeypatch, "the extension by a new model did not stop reading")
     before = set(client.futures)
     with client.as_current():
         got = extended(open_results(target), ref, picks[picks.model == last], store=target, client=client).load()
