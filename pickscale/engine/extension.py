@@ -211,7 +211,7 @@ def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str,
             timing = timer.submit(statistics_apart, stored, new, *names, options=options)
         else:
             timing = timer.submit(contextvars.copy_context().run, functools.partial(
-                _merged_statistics, new, new_pairs, *names, client=client, options=options,
+                _merged_statistics, stored, new, new_pairs, *names, client=client, options=options,
                 ahead=ahead or StoredShares(stored, store, client=client)))
         timer.shutdown(wait=False)
         try:
@@ -274,46 +274,73 @@ def shares_no_stream(stored: xr.Dataset, models: Mapping[str, Any]) -> bool:
 
 
 def statistics_apart(stored: xr.Dataset, new: xr.Dataset, datasets: list[str], models: list[str], *,
-                     options: Options) -> dict[str, dict[str, np.ndarray]]:
-    """The merged streams' statistics on ``datasets`` and ``models`` when each stream is on one side only
-    (:func:`shares_no_stream`): each (dataset, model) present on a side takes that side's statistics as it
-    states them (:func:`~pickscale.results.derived.stored_statistics`: its timing readings and what SPEC §5's
-    rules found), and no pair is read.  Exact: a stream's statistics are those of its pairs, all on that
-    side."""
+                     options: Options, streams: tuple[set[int], set[int]] | None = None
+                     ) -> dict[str, dict[str, np.ndarray]]:
+    """The merged streams' statistics on ``datasets`` and ``models`` of the streams whose pairs are all on one
+    side: each takes that side's statistics as it states them (:func:`~pickscale.results.derived.stored_statistics`:
+    its timing readings and what SPEC §5's rules found), and no pair is read.  Exact: a stream's statistics are
+    those of its pairs.  ``streams``: the merged stream codes (``(dataset · models + model) · 2 + phase``) taken
+    from the store and from the new run; None: every stream of each (dataset, model) present on a side (an
+    extension that shares none: :func:`shares_no_stream`).  The other streams: no pairs (n_pairs 0, NaN)."""
     out = lay_out({}, shape=(len(datasets), len(models)), n_thresholds=options.grid.size, n_groups=0,
                   grouped=False)
-    for side in (stored, new):
+    for side, chosen in zip((stored, new), streams or (None, None)):
         stated = stored_statistics(side, options)
         d_of, m_of = merged_index(side["dataset"].values, datasets), merged_index(side["model"].values, models)
         present = np.asarray(side["model_present"].transpose("dataset", "model").values, dtype=bool)
-        for d, m in zip(*np.nonzero(present)):
+        for d, m, p in ((d, m, p) for d, m in zip(*np.nonzero(present)) for p in (0, 1)):
+            if chosen is not None and (d_of[d] * len(models) + m_of[m]) * 2 + p not in chosen:
+                continue
             for kind in ("sweep", "mode", "grid"):
                 for name, values in stated[kind].items():
-                    out[kind][name][d_of[d], m_of[m]] = values[d, m]
+                    out[kind][name][d_of[d], m_of[m], p] = values[d, m, p]
     return out
 
 
-def _merged_statistics(new: xr.Dataset, new_pairs: PairColumns, datasets: list[str], models: list[str], *,
-                       client: Any, options: Options, ahead: StoredShares) -> dict[str, dict[str, np.ndarray]]:
-    """The merged streams' statistics (on ``datasets`` and ``models``): each stream's stored pairs (``ahead``:
-    read a batch at a time, checked as read, each share sent to the cluster at once) timed with the new run's
-    where they are (its stream tasks)."""
+def _merged_statistics(stored: xr.Dataset, new: xr.Dataset, new_pairs: PairColumns, datasets: list[str],
+                       models: list[str], *, client: Any, options: Options, ahead: StoredShares
+                       ) -> dict[str, dict[str, np.ndarray]]:
+    """The merged streams' statistics (on ``datasets`` and ``models``): each stream with pairs on both sides
+    timed from its stored pairs (``ahead``: read a batch at a time, checked as read, each share sent to the
+    cluster at once) and the new run's where they are (its stream tasks); a stream with pairs on one side only
+    keeps that side's statistics (:func:`statistics_apart`; SPEC §11), where the store keeps what SPEC §5's
+    rules found (else it is timed too)."""
     got = ahead.result(datasets=datasets, models=models)
     shares, sizes = got.shares, dict(got.sizes)
     # The new run's streams, on the merged coordinates (each side's names are a sorted subset of them).
     merged_code = stream_map(new, datasets=datasets, models=models)
+    new_sizes = {merged_code(code): size for code, size in new_pairs.sizes.items() if size}
+    one_sided = None
+    if all(name in stored for name in FLAG_NAMES):
+        stored_only = {c for c, n in sizes.items() if n and c not in new_sizes}
+        new_only = {c for c in new_sizes if not sizes.get(c)}
+        one_sided = statistics_apart(stored, new, datasets, models, options=options, streams=(stored_only, new_only))
+        for c in stored_only:  # (their shares let go: read and checked, never timed again)
+            shares.pop(c, None)
+            sizes.pop(c, None)
     offset = 0
     for code, size in new_pairs.sizes.items():
-        if code in new_pairs.tasks:
-            held: list[Any] = list(new_pairs.tasks[code])  # (its stream's tasks: one, or one per range)
-        else:  # (no cluster: the run's pairs are here, in stream order)
-            held = [{"residual_ns": residual_ns_of(new["residual"].values[offset:offset + size]),
-                     "conf": np.asarray(new["pair_conf"].values[offset:offset + size])}]
-        shares.setdefault(merged_code(code), []).extend(held)
-        sizes[merged_code(code)] = sizes.get(merged_code(code), 0) + size
+        if one_sided is None or merged_code(code) not in new_only:
+            if code in new_pairs.tasks:
+                held: list[Any] = list(new_pairs.tasks[code])  # (its stream's tasks: one, or one per range)
+            else:  # (no cluster: the run's pairs are here, in stream order)
+                held = [{"residual_ns": residual_ns_of(new["residual"].values[offset:offset + size]),
+                         "conf": np.asarray(new["pair_conf"].values[offset:offset + size])}]
+            shares.setdefault(merged_code(code), []).extend(held)
+            sizes[merged_code(code)] = sizes.get(merged_code(code), 0) + size
         offset += size
-    return statistics_of(dict(sorted(shares.items())), client, options=options, n_datasets=len(datasets),
-                         n_models=len(models), sizes=sizes)
+    timed_streams = sorted(shares)
+    timed = statistics_of(dict(sorted(shares.items())), client, options=options, n_datasets=len(datasets),
+                          n_models=len(models), sizes=sizes)
+    if one_sided is None:
+        return timed
+    nm = len(models)
+    for c in timed_streams:  # (the streams with pairs on both sides, over the one-sided ones)
+        cell = (c // (2 * nm), (c // 2) % nm, c % 2)
+        for kind in ("sweep", "mode", "grid"):
+            for name, values in timed[kind].items():
+                one_sided[kind][name][cell] = values[cell]
+    return one_sided
 
 
 def _appended(stored: xr.Dataset, new: xr.Dataset, datasets: list[str], models: list[str], stations: list[str],

@@ -143,3 +143,27 @@ def test_a_model_added_to_a_store_is_one_run_of_both(rows):
             assert extension.shares_no_stream(pickscale.open_results(store), {"all": ["b"]})  # (the path tested)
             extended = pickscale.extend(store, ref, picks[picks.model == "b"])
     _same_as_one_run(extended, one_run)
+
+
+def test_a_later_stretch_of_one_stored_model_times_only_its_streams(monkeypatch, tmp_path):
+    # Store: m1 and m2 over the first stretch; extension: the second stretch of m1 alone.  m2's streams have pairs
+    # on the stored side only: they keep their statistics as stored, and only m1's are timed again.
+    from tests.helpers.extend import DAY, START, stretches
+
+    ref, picks = stretches(2)
+    cut = START + DAY
+    later = (picks.time >= cut) & (picks.model == "m1")
+    store = pickscale.save(pickscale.score(ref[ref.time < cut], picks[picks.time < cut]), tmp_path / "results.zarr")
+    timed = []
+    real = extension.statistics_of
+
+    def statistics_of(shares, *args, **kwargs):
+        timed.extend(shares)
+        return real(shares, *args, **kwargs)
+
+    monkeypatch.setattr(extension, "statistics_of", statistics_of)
+    extended = pickscale.extend(store, ref[ref.time >= cut], picks[later])
+    assert sorted(timed) == [0, 1]  # (dataset d, model m1: P and S)
+    one_run = pickscale.score(ref, picks[(picks.time < cut) | later])
+    assert _same_as_one_run(extended, one_run)
+    assert int(extended["n_pairs"].sel(dataset="d", model="m2", phase="P").isel(threshold=0)) == 4  # (stretch 1)
