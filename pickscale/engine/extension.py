@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import StoreError
-from ..metrics.flags import FLAG_NAMES
+from ..metrics.flags import keeps_flags
 from ..metrics.timing import lay_out
 from ..options import Options
 from ..results.bootstrap import bootstrap
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     import xarray as xr
 
 
-__all__ = ["extend", "extended", "shares_no_stream", "statistics_apart", "facts_of", "reference_digest",
-           "arrival_spans", "check_keywords", "check_options", "KEYWORDS", "OPTION_NAMES"]
+__all__ = ["extend", "extended", "shares_no_stream", "present_models", "statistics_apart", "facts_of",
+           "reference_digest", "arrival_spans", "check_keywords", "check_options", "KEYWORDS", "OPTION_NAMES"]
 
 
 def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = False, ci: float | None = None,
@@ -157,8 +157,7 @@ def _merged(stored: xr.Dataset, reference: Any, picks: Any, arguments: dict[str,
     new_pairs = executed.pairs  # (its sizes and stream tasks: what an appending extension times again)
     new = finalize(run, executed)
     if apart:  # (and the models the new results hold, whatever the scope named: else timed as any extension)
-        apart = shares_no_stream(stored, {str(d): [str(m) for m, p in zip(new["model"].values, row) if p]
-                                          for d, row in zip(new["dataset"].values, new["model_present"].values)})
+        apart = shares_no_stream(stored, present_models(new))
     _checked(checking)  # (nothing stored is read for the merge before the store passed its check)
     prepared = None if side is None else side.result()
     reference_rows = run.reference
@@ -259,18 +258,31 @@ def shares_no_stream(stored: xr.Dataset, models: Mapping[str, Any]) -> bool:
     stream is on one side only, and its statistics are that side's (:func:`statistics_apart`).
 
     >>> import xarray as xr
+    >>> from pickscale.metrics.flags import FLAG_NAMES
     >>> stored = xr.Dataset({"model_present": (("dataset", "model"), [[True, False]])},
     ...                     coords={"dataset": ["d"], "model": ["a", "b"]})
     >>> stored = stored.assign({name: (("dataset", "model"), [[0, 0]]) for name in FLAG_NAMES})
     >>> shares_no_stream(stored, {"d": ["b", "c"], "e": ["a"]}), shares_no_stream(stored, {"d": ["a"]})
     (True, False)
     """
-    if not all(name in stored for name in FLAG_NAMES):
+    if not keeps_flags(stored):
         return False
-    present = np.asarray(stored["model_present"].transpose("dataset", "model").values, dtype=bool)
-    stored_models = {str(d): {str(m) for m, p in zip(stored["model"].values, row) if p}
-                     for d, row in zip(stored["dataset"].values, present)}
+    stored_models = present_models(stored)
     return not any(stored_models.get(str(d), set()) & {str(m) for m in ms} for d, ms in models.items())
+
+
+def present_models(side: xr.Dataset) -> dict[str, set[str]]:
+    """Each dataset's models present in results ``side`` (``model_present``).
+
+    >>> import xarray as xr
+    >>> side = xr.Dataset({"model_present": (("dataset", "model"), [[True, False]])},
+    ...                   coords={"dataset": ["d"], "model": ["a", "b"]})
+    >>> present_models(side)
+    {'d': {'a'}}
+    """
+    present = np.asarray(side["model_present"].transpose("dataset", "model").values, dtype=bool)
+    return {str(d): {str(m) for m, p in zip(side["model"].values, row) if p}
+            for d, row in zip(side["dataset"].values, present)}
 
 
 def statistics_apart(stored: xr.Dataset, new: xr.Dataset, datasets: list[str], models: list[str], *,
@@ -311,7 +323,7 @@ def _merged_statistics(stored: xr.Dataset, new: xr.Dataset, new_pairs: PairColum
     merged_code = stream_map(new, datasets=datasets, models=models)
     new_sizes = {merged_code(code): size for code, size in new_pairs.sizes.items() if size}
     one_sided = None
-    if all(name in stored for name in FLAG_NAMES):
+    if keeps_flags(stored):
         stored_only = {c for c, n in sizes.items() if n and c not in new_sizes}
         new_only = {c for c in new_sizes if not sizes.get(c)}
         one_sided = statistics_apart(stored, new, datasets, models, options=options, streams=(stored_only, new_only))

@@ -33,12 +33,14 @@ Examples
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .grid import GRID_NAMES, on_grid
 from .timing import concentrated
 
-__all__ = ["FLAG_NAMES", "flag_facts", "rule_inputs"]
+__all__ = ["FLAG_NAMES", "flag_facts", "rule_inputs", "keeps_flags"]
 
 #: The kept numbers (int64 each, on the streams' axes), in the Dataset's order.
 FLAG_NAMES: tuple[str, ...] = ("concentrated_residual", "concentrated_count", "grid_step", "grid_offset",
@@ -48,6 +50,12 @@ FLAG_NAMES: tuple[str, ...] = ("concentrated_residual", "concentrated_count", "g
 _SOURCE = {"concentrated_residual": ("mode", "residual_ns"), "concentrated_count": ("mode", "count"),
            "grid_step": ("grid", "step_ns"), "grid_offset": ("grid", "offset_ns"), "grid_count": ("grid", "count"),
            "grid_values": ("grid", "values")}
+
+
+def keeps_flags(results: Any) -> bool:
+    """Whether results (a Dataset, or any mapping of variables) keep the rules' numbers: results written before
+    they were kept have none."""
+    return all(name in results for name in FLAG_NAMES)
 
 
 def flag_facts(mode: dict[str, np.ndarray], grid: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

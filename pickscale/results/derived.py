@@ -16,7 +16,7 @@ import xarray as xr
 
 from ..errors import emit_warnings
 from ..metrics import curves, detection, timing
-from ..metrics.flags import FLAG_NAMES, flag_facts, rule_inputs
+from ..metrics.flags import FLAG_NAMES, flag_facts, keeps_flags, rule_inputs
 from ..options import Options
 from .events import derive_events
 from .quality import grid_warnings, quality_flags
@@ -275,7 +275,7 @@ def stored_statistics(ds: xr.Dataset, options: Options) -> dict[str, dict[str, n
         if f"{name}_by_group" in ds:
             out["by_group"][name] = np.asarray(ds[f"{name}_by_group"].transpose("dataset", "model", "phase",
                                                                                 "group", *_along(name)).values)
-    if all(name in ds for name in FLAG_NAMES):  # (stores written before they were kept have none: no rule fires)
+    if keeps_flags(ds):  # (stores written before they were kept have none: no rule fires)
         n = np.stack([out["sweep"]["n_pairs"][:, :, p, j] for p, j in enumerate(options.threshold_indices)], axis=-1)
         kept = {name: np.asarray(ds[name].transpose("dataset", "model", "phase").values) for name in FLAG_NAMES}
         out["mode"], out["grid"] = rule_inputs(kept, n)
