@@ -54,8 +54,6 @@ class Stage:
 
     def __init__(self, label: str, total: int, *, stream: IO[str] | None = None, interval: float = INTERVAL,
                  clock: Callable[[], float] = time.monotonic, terminal: bool | None = None) -> None:
-        from tqdm import tqdm
-
         self.label, self.total, self.done = label, int(total), 0
         self.stream = stream if stream is not None else sys.stderr
         self.clock, self.interval = clock, float(interval)
@@ -64,10 +62,13 @@ class Stage:
         self.lines = 0
         if terminal is None:
             terminal = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._format = tqdm.format_meter
-        # delay: a stage that ends within two seconds shows no bar at all (small studies, the demo).
-        self.bar: Any = (tqdm(total=self.total, desc=self.label, file=self.stream, leave=True, mininterval=0.2,
-                              dynamic_ncols=True, delay=2.0) if terminal else None)
+        self.bar: Any = None
+        if terminal:
+            from tqdm import tqdm  # (here: a stage that never prints a line need not load it)
+
+            # delay: a stage that ends within two seconds shows no bar at all (small studies, the demo).
+            self.bar = tqdm(total=self.total, desc=self.label, file=self.stream, leave=True, mininterval=0.2,
+                            dynamic_ncols=True, delay=2.0)
 
     def grow(self, n: int) -> None:
         """``n`` more items to do, found once the stage is under way (the figures of the writing stage)."""
@@ -88,7 +89,9 @@ class Stage:
             self.next_line = now + self.interval
 
     def _line(self, now: float, end: str = "") -> None:
-        text = self._format(self.done, self.total, now - self.started, prefix=self.label, bar_format=_LINE)
+        from tqdm import tqdm
+
+        text = tqdm.format_meter(self.done, self.total, now - self.started, prefix=self.label, bar_format=_LINE)
         try:
             self.stream.write(text + end + "\n")
             self.stream.flush()

@@ -17,12 +17,11 @@ import os
 import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import InputError
 from .candidates import MODEL_CANDIDATES_MAX, unused_text_candidates
@@ -30,6 +29,9 @@ from .columns import ALIASES, COLUMNS, column_key
 from .messages import quote
 from .normalise import normalise
 from .storage import open_input
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 __all__ = ["hive_columns", "folder_values", "with_folder_columns", "is_parquet", "read_projected",
            "read_projected_many", "row_group_ranges", "csv_to_parquet", "check_claims", "MAX_ROWS_PER_BYTE"]
@@ -130,6 +132,7 @@ def check_claims(meta: pq.FileMetaData, size: int | None, path: str) -> None:
     Examples
     --------
     >>> import io, pyarrow as pa
+    >>> import pyarrow.parquet as pq
     >>> buf = io.BytesIO(); pq.write_table(pa.table({"time": [1, 2, 3]}), buf)
     >>> meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata
     >>> check_claims(meta, len(buf.getvalue()), "picks.parquet")  # true claims: nothing to say
@@ -181,6 +184,8 @@ def _read_table(path: str, *, role: str, row_groups: tuple[int, int] | None = No
     """The projected Arrow table of one file (text as dictionaries), the file's own column names, and
     the text columns left out that may name the model (picks without a model column; see ``_unused_text``).
     """
+    import pyarrow.parquet as pq  # (here: a study of CSV files need not load Parquet's reader)
+
     with open_input(path, "rb") as f:
         pf = pq.ParquetFile(f)
         check_claims(pf.metadata, _file_size(f), path)
@@ -328,6 +333,8 @@ def row_group_ranges(path: str, *, target_rows: int) -> list[tuple[tuple[int, in
     Returns ``[(row_groups or None, first_row), ...]``: ``None`` (the whole
     file) when it is small or has a single row group, which cannot be split.
     """
+    import pyarrow.parquet as pq
+
     try:
         with open_input(path, "rb") as f:
             meta = pq.ParquetFile(f).metadata

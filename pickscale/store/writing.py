@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from .at_once import write_at_once
 from .segments import PairParts, link_chunks, pair_chunk_rows
 
 __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "BLOCK_BYTES"]
@@ -104,7 +105,7 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
             assert parts is not None
             values = _from_parts(parts, str(name), fetched.get(name))(0, clean[name].shape[0])
             clean[name] = clean[name].variable.copy(data=values)
-        clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+        write_at_once(clean, store, encoding=encoding)  # (what to_zarr writes, in one round trip)
         return None
     fetching = None
     if parts is not None:

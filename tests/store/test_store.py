@@ -21,7 +21,7 @@ import xarray as xr
 import zarr
 
 from pickscale.errors import StoreError
-from pickscale.store import SCHEMA_VERSION, cleanup_stale, locks, open_results, paths, publish, sanitise, save
+from pickscale.store import SCHEMA_VERSION, cleanup_stale, locks, open_results, paths, publish, sanitise, save, writing
 
 MARKERS = {"pickscale_complete": True, "pickscale_schema": SCHEMA_VERSION}
 
@@ -291,18 +291,20 @@ def test_something_not_ours_is_never_deleted(tmp_path, kind):
 # --------------------------------------------------------------------------
 
 
-def _to_zarr_that_fills_the_disk(real_to_zarr):
-    def to_zarr(self, store_path, **kwargs):
-        some = self[["emitted", "matched"]]
-        kwargs["encoding"] = {k: v for k, v in (kwargs.get("encoding") or {}).items() if k in some}
-        real_to_zarr(some, store_path, **kwargs)  # some arrays land
+def _fill_the_disk(monkeypatch):
+    """The store's writer writes some arrays, then finds the disk full."""
+    real = writing.write_at_once
+
+    def write(clean, store, *, encoding=None):
+        some = ["emitted", "matched"]
+        real(clean[some], store, encoding={k: v for k, v in (encoding or {}).items() if k in some})  # some land
         raise OSError(errno.ENOSPC, "No space left on device")
-    return to_zarr
+    monkeypatch.setattr(writing, "write_at_once", write)
 
 
 @pytest.mark.slow
 def test_failing_write_leaves_no_target_and_no_temporary(tmp_path, monkeypatch):
-    monkeypatch.setattr(xr.Dataset, "to_zarr", _to_zarr_that_fills_the_disk(xr.Dataset.to_zarr))
+    _fill_the_disk(monkeypatch)
     target = tmp_path / "r.zarr"
     with pytest.raises(StoreError, match=r"could not write results to .*r\.zarr.*No space left on device"):
         save(make_results(), target)
@@ -313,7 +315,7 @@ def test_failing_write_leaves_no_target_and_no_temporary(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_failing_overwrite_keeps_the_previous_store(tmp_path, monkeypatch):
     target = save(make_results(), tmp_path / "r.zarr")
-    monkeypatch.setattr(xr.Dataset, "to_zarr", _to_zarr_that_fills_the_disk(xr.Dataset.to_zarr))
+    _fill_the_disk(monkeypatch)
     with pytest.raises(StoreError, match=r"No space left on device.*nothing was changed"):
         save(make_results(n_pairs=9), target, overwrite=True)
     monkeypatch.undo()
