@@ -46,6 +46,7 @@ from ..store.writing import rows_of_parts
 from .extension_options import KEYWORDS, OPTION_NAMES, bootstrap_settings, check_keywords, check_options
 from .extension_refusals import check_extent, iso, merged_extent
 from .extent import arrival_spans, facts_of, reference_digest
+from .graph import scheduler
 from .pairs import PairColumns, is_current, statistics_of, streams_of
 from .run import run_keywords
 from .stages import execute, finalize, prepare
@@ -92,7 +93,8 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
                              "be extended exactly; score all the inputs again with `pickscale score`.")
         # The pairs are merged and timed a stream at a time where the run's were (on its cluster, when Dask
         # computes with its client: the merged pairs then stay there until saved), not on this process.
-        client = arguments.get("client")
+        # (the client given, else Dask's default one, as the new inputs are scored: its futures are read there)
+        client = scheduler(arguments.get("client"))
         client = client if client is not None and is_current(client) else None
         # An extension that appends its pairs reads, checks and sends the stored ones to the cluster while the
         # new inputs are scored (one that replaces a model may merge them otherwise: read then).

@@ -225,6 +225,18 @@ def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(clie
 
 
 @pytest.mark.cluster
+def test_extend_on_the_default_client_without_naming_it(client, tmp_path):
+    # What a notebook does: a Client made (Dask's default), then pickscale.extend(store, ...) with no client
+    # given. The new inputs are scored on that client, so their pairs are there: the merged streams are timed
+    # there too (they were timed here, from futures it cannot read: a TypeError).
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    with client.as_current():
+        got = pickscale.extend(target, r2, p2).load()
+    same(pickscale.score(ref, picks), got)
+    same(got, open_results(target).load())
+
+
+@pytest.mark.cluster
 def test_a_stored_pair_that_breaks_spec_15_refuses_an_extension_on_a_cluster(client, tmp_path):
     target, (r2, p2), _ = _stored_half(tmp_path)
     edit_array(target, "pair_conf", lambda conf: conf.__setitem__(3, 1.5))
