@@ -17,15 +17,20 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .codec import is_dask
+
 __all__ = ["write_at_once"]
 
 
-def write_at_once(clean: xr.Dataset, store: Any, *, encoding: Mapping[Any, dict[str, Any]] | None = None) -> None:
-    """Write ``clean`` (NumPy-backed, as :func:`pickscale.store.codec.sanitise` returns it) into ``store``.
+def write_at_once(clean: xr.Dataset, store: Any, *, encoding: Mapping[Any, dict[str, Any]] | None = None,
+                  compute: bool = True) -> None:
+    """Write ``clean`` (as :func:`pickscale.store.codec.sanitise` returns it) into ``store``.
 
-    What ``clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, encoding=encoding)`` writes, file
-    for file: the store is emptied, the group's attributes set, and every variable and coordinate an array of
-    the same metadata and chunks.  On an error the arrays not yet made are not made.
+    What ``clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, encoding=encoding,
+    compute=compute)`` writes, file for file: the store is emptied, the group's attributes set, and every
+    variable and coordinate an array of the same metadata and chunks, filled with its data -- but for
+    Dask-backed variables without ``compute``: their arrays are made, to be filled by the caller (their Dask
+    chunks are then the Zarr chunks, as ``to_zarr`` requires).  On an error the arrays not yet made are not made.
 
     Examples
     --------
@@ -39,14 +44,15 @@ def write_at_once(clean: xr.Dataset, store: Any, *, encoding: Mapping[Any, dict[
     """
     from zarr.core.sync import sync
 
-    arrays, attrs = _encoded(clean, encoding or {})
+    arrays, attrs = _encoded(clean, encoding or {}, compute=compute)
     sync(_write(store, attrs, arrays))
 
 
-def _encoded(clean: xr.Dataset, encoding: Mapping[Any, dict[str, Any]]) -> tuple[list[dict[str, Any]],
-                                                                                   dict[str, Any]]:
-    """Each array's arguments to Zarr's ``create_array`` and its data, and the group's attributes: the steps of
-    xarray's ``dump_to_store`` and ``ZarrStore.set_variables`` for a new store, in their order."""
+def _encoded(clean: xr.Dataset, encoding: Mapping[Any, dict[str, Any]], *, compute: bool
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each array's arguments to Zarr's ``create_array`` and its data (None: left to fill), and the group's
+    attributes: the steps of xarray's ``dump_to_store`` and ``ZarrStore.set_variables`` for a new store, in
+    their order."""
     from xarray import conventions
     from xarray.backends.zarr import (
         FillValueCoder,
@@ -84,7 +90,7 @@ def _encoded(clean: xr.Dataset, encoding: Mapping[Any, dict[str, Any]]) -> tuple
                        "dtype": str if check_vlen_dtype(var.dtype) is str else var.dtype,
                        "fill_value": fill_value, "dimension_names": var.dims, "overwrite": True,
                        "attributes": {key: encode_zarr_attr_value(value) for key, value in var_attrs.items()},
-                       **options, "data": np.asarray(var.data)})
+                       **options, "data": np.asarray(var.data) if compute or not is_dask(var.data) else None})
     return arrays, {key: encode_zarr_attr_value(value) for key, value in attrs.items()}
 
 
@@ -96,7 +102,8 @@ async def _write(store: Any, attrs: dict[str, Any], arrays: list[dict[str, Any]]
     async def one(spec: dict[str, Any]) -> None:
         data = spec.pop("data")
         array = await group.create_array(**spec)
-        await array.setitem(tuple(slice(None) for _ in data.shape), data)
+        if data is not None:
+            await array.setitem(tuple(slice(None) for _ in data.shape), data)
 
     try:
         # (a TaskGroup: the first error cancels the arrays not yet made, as to_zarr would stop there)
@@ -105,3 +112,4 @@ async def _write(store: Any, attrs: dict[str, Any], arrays: list[dict[str, Any]]
                 tasks.create_task(one(dict(spec)))
     except BaseExceptionGroup as group_error:
         raise group_error.exceptions[0] from None
+

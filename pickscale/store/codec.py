@@ -107,7 +107,7 @@ def _check_text(block: np.ndarray, what: str) -> None:
 
 def _regular_chunks(var: xr.Variable) -> xr.Variable:
     """Zarr needs equal chunks (the last may be smaller); fix uneven Dask chunks."""
-    if not _is_dask(var.data):
+    if not is_dask(var.data):
         return var
     uneven = {
         dim: max(sizes)
@@ -117,7 +117,8 @@ def _regular_chunks(var: xr.Variable) -> xr.Variable:
     return var.chunk(uneven) if uneven else var
 
 
-def _is_dask(data: Any) -> bool:
+def is_dask(data: Any) -> bool:
+    """Whether ``data`` is a Dask array (told by its type's module: Dask need not be imported to ask)."""
     return type(data).__module__.startswith("dask.")
 
 

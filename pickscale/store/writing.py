@@ -23,6 +23,7 @@ import xarray as xr
 import zarr
 
 from .at_once import write_at_once
+from .codec import is_dask
 from .segments import PairParts, link_chunks, pair_chunk_rows
 
 __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "BLOCK_BYTES"]
@@ -84,9 +85,9 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
     :class:`Pending` (their arrays made, to be filled by :meth:`Pending.fill`, into ``store`` or a copy of its
     files); None when everything is written.  ``linking``: an extension's stored chunks may be linked (then
     its pairs are always left pending)."""
-    from_parts = [name for name in (parts.new if parts is not None else ()) if _is_dask(clean[name].data)]
+    from_parts = [name for name in (parts.new if parts is not None else ()) if is_dask(clean[name].data)]
     lazy = [name for name in clean.data_vars
-            if _is_dask(clean[name].data) and clean[name].ndim and name not in from_parts]
+            if is_dask(clean[name].data) and clean[name].ndim and name not in from_parts]
     encoding = {name: {"chunks": chunks_of(str(name), clean[name].variable)} for name in clean.data_vars
                 if clean[name].dims[:1] == ("pair",)}
     linking = linking and parts is not None and parts.links
@@ -96,8 +97,8 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
         # variable -- the same bytes, since the chunks are the same.
         clean = clean.copy()
         new = [parts.new[name] for name in from_parts] if parts is not None else []
-        new_names = [name for name, data in zip(from_parts, new) if _is_dask(data)]
-        got = _compute_all([clean[name].data for name in lazy] + [data for data in new if _is_dask(data)])
+        new_names = [name for name, data in zip(from_parts, new) if is_dask(data)]
+        got = _compute_all([clean[name].data for name in lazy] + [data for data in new if is_dask(data)])
         for name, values in zip(lazy, got):
             clean[name] = clean[name].variable.copy(data=values)
         fetched = dict(zip(new_names, got[len(lazy):]))
@@ -112,7 +113,7 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
         # An extension's new rows, when small enough to hold together (a month of pairs next to years): fetched
         # in one round trip, not one per variable -- started now, so that the cluster computes them while the
         # arrays are made here.
-        new = [n for n in from_parts if _is_dask(parts.new[n])]
+        new = [n for n in from_parts if is_dask(parts.new[n])]
         if sum(parts.new[n].nbytes for n in new) <= _FETCH_TOGETHER_BYTES:
             fetching = _Fetching(new, [parts.new[n] for n in new])
     chunked = clean.copy()
@@ -120,7 +121,7 @@ def start_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = No
         var = clean[name].variable
         chunked[name] = var.chunk(dict(zip(var.dims, chunks_of(str(name), var))))
     # Every in-memory variable and every array's metadata now; the Dask-backed data by Pending.fill.
-    chunked.to_zarr(store, mode="w", zarr_format=3, consolidated=False, compute=False, encoding=encoding)
+    write_at_once(chunked, store, encoding=encoding, compute=False)  # (as to_zarr(compute=False), in one round trip)
     return Pending(chunked, [*lazy, *from_parts], set(from_parts), parts, fetching)
 
 
@@ -190,8 +191,8 @@ def _from_parts(parts: PairParts, name: str, fetched: np.ndarray | None = None) 
     """Rows ``a:b`` of an extended pair variable: its stored rows read here, its new rows fetched (or taken
     from ``fetched``, every new row already here)."""
     new = parts.new[name] if fetched is None else fetched
-    compute = _computer(new) if _is_dask(new) else np.asarray
-    if parts.rows == 0 and not _is_dask(new):
+    compute = _computer(new) if is_dask(new) else np.asarray
+    if parts.rows == 0 and not is_dask(new):
         return lambda a, b: np.asarray(new[a:b])
 
     return lambda a, b: _joined(parts, name, a, b, lambda x, y: np.asarray(compute(new[x:y])))
@@ -201,7 +202,7 @@ def rows_of_parts(parts: PairParts, names: Sequence[str], lo: int, hi: int) -> d
     """Rows ``lo … hi − 1`` of the extended pair variables ``names``: the stored rows read here, the new rows of
     every name fetched together (one round trip for those on a cluster)."""
     a, b = max(lo, parts.rows) - parts.rows, hi - parts.rows
-    lazy = [name for name in names if b > 0 and _is_dask(parts.new[name])]
+    lazy = [name for name in names if b > 0 and is_dask(parts.new[name])]
     fetched = dict(zip(lazy, _compute_all([parts.new[name][a:b] for name in lazy])))
 
     def fresh(name: str) -> Callable[[int, int], np.ndarray]:
@@ -256,6 +257,3 @@ def _computer(array: Any) -> Any:
         return lambda part: np.asarray(client.compute(part, sync=True))
     return lambda part: np.asarray(part.compute())
 
-
-def _is_dask(data: Any) -> bool:
-    return type(data).__module__.startswith("dask.")

@@ -86,6 +86,33 @@ def test_times_an_empty_dimension_and_a_scalar_are_the_same_files():
     assert_same_files(ds)
 
 
+def test_arrays_left_to_fill_are_the_files_to_zarr_makes_without_computing():
+    # A store too large to build whole: its Dask-backed variables' arrays are made (to be filled a chunk range
+    # at a time), everything else written -- as to_zarr(compute=False) does.
+    import dask.array as da
+
+    ds = make_results(n_pairs=300_000)
+    clean = sanitise(ds)
+    for name in ("pair_residual_ns", "pair_conf", "pair_model"):
+        var = clean[name].variable
+        clean[name] = var.chunk({"pair": chunks_of(name, var)[0]})
+    assert isinstance(clean["pair_conf"].data, da.Array)
+    encoding = {name: {"chunks": chunks_of(str(name), clean[name].variable)} for name in clean.data_vars
+                if clean[name].dims[:1] == ("pair",)}
+
+    def made(write):
+        files: dict = {}
+        write(zarr.storage.MemoryStore(store_dict=files))
+        return {key: value.to_bytes() for key, value in files.items()}
+
+    want = made(lambda store: clean.to_zarr(store, mode="w", zarr_format=3, consolidated=False, compute=False,
+                                            encoding=encoding))
+    got = made(lambda store: write_at_once(clean, store, encoding=encoding, compute=False))
+    assert not any(key.startswith("pair_conf/c") for key in got)  # (left to fill)
+    assert any(key.startswith("pair_station/c") for key in got)  # (in memory: written)
+    assert sorted(got) == sorted(want) and [key for key in want if got[key] != want[key]] == []
+
+
 _DTYPES = st.sampled_from(["int8", "int32", "int64", "uint16", "float32", "float64", "bool", "text", "datetime"])
 
 
