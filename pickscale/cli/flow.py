@@ -110,7 +110,8 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
     :func:`pickscale.cli.commands.run_into_out` chooses).
     """
     # lazy: store/ brings zarr (~0.4 s): loaded once the command reaches its store
-    from ..store import read_lazily, removed_later, reserved, save
+    from ..store import fetched_together, read_lazily, removed_later, reserved, save
+    from ..store.codec import is_dask
 
     if extend:
         check_extendable(out_dir / "results.zarr")
@@ -132,10 +133,15 @@ def run_into(out_dir: Path, *, overwrite: bool, produce: Callable[[Closing], Any
             check_outputs(out_dir, overwrite, also=also, own_store=own)  # before any work is done
             ds = produce(closing)
             check_outputs(out_dir, overwrite, own_store=own)  # a file appeared during the run: nothing written
+            # Pairs the store would fetch together (~10^7 picks' or fewer) fetched once, here: the store, the
+            # tables and the figures take them from memory (the figure helper from now), the cluster let go.
+            ds = fetched_together(ds)
             if figures:  # (the figure helper draws while the store and the tables are written: figures/helper.py)
                 hand_over_figures(ds, fmt, early=True)
             # The last stage of the progress display: the store, then the tables and figures.
             with _writing(quiet) as stage:
+                if not any(is_dask(var.data) for var in ds.variables.values()):
+                    closing.release()  # (the cluster holds nothing the results read: let it go as they are saved)
                 store = Path(save(ds, out_dir / "results.zarr", overwrite=overwrite or extend))  # (a local folder)
                 Run.store = store
                 closing.release()  # the store holds what the cluster kept: let it go while the rest is written

@@ -30,6 +30,10 @@ The package, one concept per module:
     the writer lock (:func:`reserved` holds it for a whole run);
 :mod:`~pickscale.store.cleanup`
     what runs that died left behind (:func:`cleanup_stale`);
+:mod:`~pickscale.store.writing`
+    a Dataset written into a Zarr store: Dask-backed variables a chunk range at a time, or fetched together;
+:mod:`~pickscale.store.at_once`
+    a Dataset's arrays made (and filled) at once, the files ``to_zarr`` writes;
 :mod:`~pickscale.store.publish`
     the atomic save (:func:`save`): written aside, checked in, renamed into place;
 :mod:`~pickscale.store.read`
@@ -72,6 +76,7 @@ if TYPE_CHECKING:
     from .publish import removed_later, save
     from .read import open_results, read_lazily
     from .schema import SCHEMA_VERSION, is_pickscale_store, read_root_attrs
+    from .writing import fetched_together
 
 # The names below are loaded on first use (PEP 562): a worker that reads a store's pairs
 # (:mod:`~pickscale.store.pair_chunks`) or checks them (:mod:`~pickscale.store.pair_rules`) loads Zarr, not
@@ -88,6 +93,7 @@ _LAZY = {
     "sanitise": "codec",
     "is_pickscale_store": "schema",
     "read_root_attrs": "schema",
+    "fetched_together": "writing",
 }
 
 __all__ = [
@@ -102,6 +108,7 @@ __all__ = [
     "sanitise",
     "is_pickscale_store",
     "read_root_attrs",
+    "fetched_together",
 ]
 
 

@@ -24,9 +24,10 @@ import zarr
 
 from .at_once import write_at_once
 from .codec import is_dask
-from .segments import PairParts, link_chunks, pair_chunk_rows
+from .segments import PAIR_PARTS, PairParts, link_chunks, pair_chunk_rows
 
-__all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "BLOCK_BYTES"]
+__all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "fetched_together",
+           "BLOCK_BYTES"]
 
 #: The most bytes of one variable fetched and written at a time (and held in transit here).
 BLOCK_BYTES = 8 * 2**20
@@ -54,6 +55,31 @@ def chunks_of(name: str, var: xr.Variable) -> tuple[int, ...]:
     if var.dims[:1] == ("pair",):
         return (pair_chunk_rows(var.shape[0]), *var.shape[1:])
     return zarr_chunks(var.shape, var.dtype.itemsize)
+
+
+def fetched_together(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with its Dask-backed variables computed, in one round trip, when they are small enough to be
+    fetched together to be written (at most :data:`_FETCH_TOGETHER_BYTES` in all: the residual pairs of ~10^7
+    picks), as :func:`start_dataset` would fetch them; else (or an extension's pairs, made of parts) ``ds``.
+
+    The command fetches them once, before the store is written: the store writes them, and the tables and
+    figures read them, from memory -- not fetched to be written and then read back from the store.
+
+    Examples
+    --------
+    >>> import dask.array as da, xarray as xr
+    >>> ds = fetched_together(xr.Dataset({"x": ("pair", da.arange(4, chunks=2))}))
+    >>> type(ds["x"].data).__name__, ds["x"].values.tolist()
+    ('ndarray', [0, 1, 2, 3])
+    """
+    lazy = [name for name, var in ds.variables.items() if is_dask(var.data)]
+    if (not lazy or PAIR_PARTS in ds.encoding
+            or sum(ds[name].nbytes for name in lazy) > _FETCH_TOGETHER_BYTES):
+        return ds
+    out = ds.copy()
+    for name, values in zip(lazy, _compute_all([ds[name].data for name in lazy])):
+        out[name] = ds[name].variable.copy(data=values)
+    return out
 
 
 def write_dataset(clean: xr.Dataset, store: Any, *, parts: PairParts | None = None,

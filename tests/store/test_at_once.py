@@ -172,3 +172,34 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(pickscale.errors.StoreError, match="No space left"):
         save(make_results(), tmp_path / "results.zarr")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fetched_together_computes_small_dask_backed_variables_once(monkeypatch):
+    import dask
+    import dask.array as da
+
+    from pickscale.store import writing
+    from pickscale.store.segments import PAIR_PARTS
+
+    computed = []
+
+    def counted(block):
+        computed.append(block.size)
+        return block
+
+    x = da.arange(10, chunks=4).map_blocks(counted, dtype=np.int64, meta=np.zeros(0, np.int64))
+    ds = xr.Dataset({"x": ("pair", x), "y": ("phase", [1, 2])})
+    with dask.config.set(scheduler="sync"):
+        got = writing.fetched_together(ds)
+    assert type(got["x"].data) is np.ndarray and got["x"].values.tolist() == list(range(10))
+    assert sorted(computed) == [2, 4, 4]  # (each block once: one graph)
+    assert got["y"].values.tolist() == [1, 2] and writing.fetched_together(got) is got
+    # Too many bytes to hold together (the store writes them a chunk range at a time), or an extension's pairs
+    # (made of the stored ones and the new): left where they are.
+    monkeypatch.setattr(writing, "_FETCH_TOGETHER_BYTES", 79)
+    assert writing.fetched_together(ds) is ds
+    monkeypatch.setattr(writing, "_FETCH_TOGETHER_BYTES", 80)
+    assert type(writing.fetched_together(ds)["x"].data) is np.ndarray
+    extension = ds.copy()
+    extension.encoding[PAIR_PARTS] = object()
+    assert writing.fetched_together(extension) is extension
