@@ -96,9 +96,10 @@ def extended(stored: xr.Dataset, reference: Any, picks: Any, *, replace: bool = 
         # (the client given, else Dask's default one, as the new inputs are scored: its futures are read there)
         client = scheduler(arguments.get("client"))
         client = client if client is not None and is_current(client) else None
-        # An extension that appends its pairs reads, checks and sends the stored ones to the cluster while the
-        # new inputs are scored (one that replaces a model may merge them otherwise: read then).
-        ahead = (StoredShares(stored, store, client=client) if store is not None and client is not None
+        # An extension that appends its pairs reads, checks and sends the stored ones to the cluster (without
+        # one: cuts them here) while the new inputs are scored (one that replaces a model may merge them
+        # otherwise: read then).
+        ahead = (StoredShares(stored, store, client=client) if store is not None
                  and not replace and stored.sizes.get("pair", 0) else None)
         try:
             return _extended(stored, reference, picks, arguments, replace=replace, level=level, draws=draws,

@@ -75,8 +75,12 @@ def test_an_extension_by_a_new_model_times_no_stored_pair_and_equals_one_run(tmp
     def refused(*args, **kwargs):
         raise AssertionError("a stored stream was timed again")
 
+    class Untaken(extension.StoredShares):  # (read ahead while the new inputs are scored, then let go)
+        def result(self, **kwargs):
+            refused()
+
     monkeypatch.setattr(extension, "_merged_statistics", refused)
-    monkeypatch.setattr(extension, "StoredShares", refused)
+    monkeypatch.setattr(extension, "StoredShares", Untaken)
     extended = pickscale.extend(store, ref, picks[picks.model == "n"])
     # The stored model's concentration is said again of the merged results, in the words of one run.
     assert _same_as_one_run(extended, one_run) and any("concentrated" in w for w in one_run.attrs["warnings"])

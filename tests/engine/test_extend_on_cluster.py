@@ -224,6 +224,33 @@ def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(clie
     same(pickscale.score(ref, picks), there)
 
 
+def test_without_a_cluster_the_stored_pairs_are_read_while_the_new_inputs_are_scored(tmp_path, monkeypatch):
+    # (in this process, as `pickscale extend` runs a small extension: read, checked and cut on a thread of their
+    # own while the new inputs are scored, not once they are)
+    import pickscale.engine.extension as extension
+    import pickscale.engine.stored_pairs as stored_pairs
+
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    checked = threading.Event()
+
+    class Check(stored_pairs.PairCheck):
+        def finish(self):
+            super().finish()
+            checked.set()
+
+    real_execute = extension.execute
+
+    def execute(run):
+        assert checked.wait(60), "the stored pairs were not read while the new inputs were scored"
+        return real_execute(run)
+
+    monkeypatch.setattr(stored_pairs, "PairCheck", Check)
+    monkeypatch.setattr(extension, "execute", execute)
+    got = pickscale.extend(target, r2, p2).load()
+    assert checked.is_set()
+    same(pickscale.score(ref, picks), got)
+
+
 @pytest.mark.cluster
 def test_extend_on_the_default_client_without_naming_it(client, tmp_path):
     # What a notebook does: a Client made (Dask's default), then pickscale.extend(store, ...) with no client
