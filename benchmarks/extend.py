@@ -94,10 +94,12 @@ def _tables_sha(folder: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def _run(args: list[str], cwd: Path, code: Path | None) -> dict:
-    """``pickscale ARGS`` with this tree's code, or (``code``) a commit's unpacked package on PYTHONPATH."""
+def _run(args: list[str], cwd: Path, code: Path | None, workers: int = 2) -> dict:
+    """``pickscale ARGS`` with this tree's code, or (``code``) a commit's unpacked package on PYTHONPATH; on a
+    cluster of ``workers`` (0: no ``--workers``, as a user runs it -- small inputs then run in the command's
+    process)."""
     cmd = [sys.executable, "-c", "import sys; from pickscale.cli import main; sys.exit(main())", *args,
-           "--no-figures", "--quiet", "--workers", "2"]
+           "--no-figures", "--quiet", *(["--workers", str(workers)] if workers else [])]
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH", "")]))
@@ -115,6 +117,9 @@ def main() -> None:
     ap.add_argument("--arrival-rate", type=float, default=1.0, help="reference arrivals per station per day")
     ap.add_argument("--gap", type=float, default=30.0, help="seconds cleared either side of the cut")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2,
+                    help="the timed commands' --workers (0: none given, as a user runs them; the store is built "
+                         "on 2 either way)")
     ap.add_argument("--code", default=None, help="run this commit's package (git archive) or the package in this folder, "
                                                     "not the working tree")
     ap.add_argument("--split", choices=("time", "model", "time-one-model"), default="time",
@@ -155,10 +160,11 @@ def main() -> None:
         for i in range(a.repeat):
             target = work / f"extended-{i}"
             shutil.copytree(stored, target)
-            times["extend"].append(_run(["extend", *inputs("second"), str(target)], work, code))
+            times["extend"].append(_run(["extend", *inputs("second"), str(target)], work, code, a.workers))
             same &= _tables_sha(target) == _tables_sha(whole)
             alone = work / f"alone-{i}"
-            times["score new part alone"].append(_run(["score", *inputs("second"), "--out", str(alone)], work, code))
+            times["score new part alone"].append(_run(["score", *inputs("second"), "--out", str(alone)], work, code,
+                                                      a.workers))
             for label, got in times.items():
                 print(json.dumps({"step": label, "wall_s": got[-1]["wall_s"], "cpu_s": got[-1]["cpu_s"],
                                   "client_mb": got[-1]["peak_main_bytes"] / MB,
@@ -198,6 +204,8 @@ def main() -> None:
                   f"≤ 1.2×); each extend over the scoring run beside it: "
                   f"{', '.join(f'{r:.2f}×' for r in summary['paired_ratios'])} (median "
                   f"{statistics.median(summary['paired_ratios']):.2f}×). Extended tables equal one run over the whole catalogue: {'yes' if same else 'NO'}."]
+        if a.workers != 2:
+            raise SystemExit("--write records runs on 2 workers only")
         if a.split != "model":  # (time-one-model is not recorded over the time split's block)
             if a.split != "time":
                 raise SystemExit("--write records --split time and --split model only")
