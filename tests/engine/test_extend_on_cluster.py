@@ -192,13 +192,12 @@ def _stored_half(tmp_path):
     return target, (ref[ref.time >= cut], picks[picks.time >= cut]), (ref, picks)
 
 
-@pytest.mark.cluster
-def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(client, tmp_path, monkeypatch):
+def _scored_only_once_checked(monkeypatch) -> threading.Event:
+    """The new inputs scored only once the stored pairs are checked (set: the event): an extension that read them
+    when it merges would wait forever (a minute, then fail)."""
     import pickscale.engine.extension as extension
     import pickscale.engine.stored_pairs as stored_pairs
 
-    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
-    here = extended(open_results(target), r2, p2, store=target)  # no cluster: read when merged
     checked = threading.Event()
 
     class Check(stored_pairs.PairCheck):
@@ -209,13 +208,19 @@ def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(clie
     real_execute = extension.execute
 
     def execute(run):
-        # The new inputs are scored only once the stored pairs are checked: an extension that read them when it
-        # merges would wait here forever (a minute, then fail).
         assert checked.wait(60), "the stored pairs were not read while the new inputs were scored"
         return real_execute(run)
 
     monkeypatch.setattr(stored_pairs, "PairCheck", Check)
     monkeypatch.setattr(extension, "execute", execute)
+    return checked
+
+
+@pytest.mark.cluster
+def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(client, tmp_path, monkeypatch):
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    here = extended(open_results(target), r2, p2, store=target)
+    checked = _scored_only_once_checked(monkeypatch)
     with client.as_current():
         there = extended(open_results(target), r2, p2, store=target, client=client)
         assert checked.is_set() and all(_is_dask(there, name) for name in PAIRS)
@@ -227,25 +232,8 @@ def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(clie
 def test_without_a_cluster_the_stored_pairs_are_read_while_the_new_inputs_are_scored(tmp_path, monkeypatch):
     # (in this process, as `pickscale extend` runs a small extension: read, checked and cut on a thread of their
     # own while the new inputs are scored, not once they are)
-    import pickscale.engine.extension as extension
-    import pickscale.engine.stored_pairs as stored_pairs
-
     target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
-    checked = threading.Event()
-
-    class Check(stored_pairs.PairCheck):
-        def finish(self):
-            super().finish()
-            checked.set()
-
-    real_execute = extension.execute
-
-    def execute(run):
-        assert checked.wait(60), "the stored pairs were not read while the new inputs were scored"
-        return real_execute(run)
-
-    monkeypatch.setattr(stored_pairs, "PairCheck", Check)
-    monkeypatch.setattr(extension, "execute", execute)
+    checked = _scored_only_once_checked(monkeypatch)
     got = pickscale.extend(target, r2, p2).load()
     assert checked.is_set()
     same(pickscale.score(ref, picks), got)
