@@ -35,8 +35,8 @@ def write_at_once(clean: xr.Dataset, store: Any, *, encoding: Mapping[Any, dict[
     Examples
     --------
     >>> import numpy as np, xarray as xr, zarr
-    >>> ds = xr.Dataset({"matched": ("phase", np.array([3, 4]))}, coords={"phase": ["P", "S"]},
-    ...                 attrs={"tol_s": 0.5})
+    >>> ds = xr.Dataset({"matched": ("phase", np.array([3, 4]))}, coords={"phase": np.array(["P", "S"], dtype="T")},
+    ...                 attrs={"tol_s": 0.5})  # (text as sanitise leaves it: StringDType)
     >>> store = zarr.storage.MemoryStore()
     >>> write_at_once(ds, store)
     >>> xr.open_zarr(store, consolidated=False)["matched"].values.tolist()
