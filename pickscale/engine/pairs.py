@@ -46,6 +46,8 @@ __all__ = ["Codes", "PairColumns", "codes_of", "pair_columns", "split_piece", "s
 
 #: A stream's columns, as the store holds them (the stream itself gives dataset, model and phase).
 _COLUMNS = {"station": np.int32, "residual_ns": np.int64, "conf": np.float64, "group": np.int32}
+#: What a stream task holds of its pairs: its columns, and their ranked copy (:func:`ranged.ranked_runs`).
+_HELD = {**_COLUMNS, "ranked_residual_ns": np.int64, "ranked_level": np.int16}
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,16 @@ class PairColumns:
     ``pair_group`` with ``group_by``), NumPy or Dask arrays; ``statistics``: SPEC §5 and §14 as
     :func:`pickscale.metrics.timing.lay_out` gives them.  ``sizes``: each stream's number of pairs, in
     stream order; ``tasks``: on a cluster, each stream's task (its canonical columns stay there), which an
-    extension's statistics read again (:func:`statistics_of`).
+    extension's statistics read again (:func:`statistics_of`); ``runs``: the ranked runs (SPEC §9), each
+    (stream, pairs) in row order -- one per stream, or per range of stations of a large one -- whose ranked
+    copy and block table ``data`` holds (``ranked_*``).
     """
 
     data: dict[str, Any]
     statistics: dict[str, dict[str, np.ndarray]]
     sizes: dict[int, int] = field(default_factory=dict)
     tasks: dict[int, Any] = field(default_factory=dict)
+    runs: list[tuple[int, int]] = field(default_factory=list)
 
 
 def split_piece(piece: Partial, codes: Codes) -> dict[int, dict[str, np.ndarray]]:
@@ -128,6 +133,7 @@ def stream_of(*shares: dict[str, np.ndarray] | None, options: Options,
     del cat
     stats = pair_statistics(columns["residual_ns"], columns["conf"], columns["group"], thresholds=options.grid,
                             tol=options.tol, threshold=options.threshold_of(phase), n_groups=options.n_groups)
+    stats["runs"] = ranged.ranked_runs(columns, options)
     return columns, stats
 
 
@@ -185,17 +191,29 @@ def streams_of(shares: dict[int, list[Any]], client: Any, *, options: Options, n
         shares.clear()
         sizes = {s: done[s][0]["station"].size for s in streams}
         stats = {s: done[s][1] for s in streams}
-        columns: dict[str, list[Any]] = {k: [done[s][0][k] for s in streams] for k in _COLUMNS}
+        columns: dict[str, list[Any]] = {k: [done[s][0][k] for s in streams] for k in _HELD}
         del done
+        held = [(s, stats[s].pop("runs")) for s in streams]
+        runs = [(s, rows) for s, made in held for rows, _, _ in made]
+        blocks = [(first, counts) for _, made in held for _, first, counts in made]
         join: Any = np.concatenate
     else:
         import dask.array as da
 
-        columns, sizes, stats, tasks = _on_cluster(shares, client, options, totals or {})
+        columns, sizes, stats, tasks, runs, blocks = _on_cluster(shares, client, options, totals or {})
         join = da.concatenate
     data = _variables(columns, streams, sizes, n_models, options, join)
+    data.update(ranked_blocks(blocks, options))
     return PairColumns(data=data, statistics=_laid_out(stats, n_datasets, n_models, options), sizes=sizes,
-                       tasks=tasks)
+                       tasks=tasks, runs=runs)
+
+
+def ranked_blocks(blocks: list[tuple[np.ndarray, np.ndarray]], options: Options) -> dict[str, np.ndarray]:
+    """The block tables of ranked runs, one after the other (SPEC §9): ``ranked_first`` and ``ranked_counts``."""
+    width = options.grid.size + 1
+    return {"ranked_first": np.concatenate([b[0] for b in blocks] or [np.zeros(0, np.int64)]).astype(np.int64),
+            "ranked_counts": np.concatenate([b[1] for b in blocks] or [np.zeros((0, width), np.int64)]
+                                            ).astype(np.int32).reshape(-1, width)}
 
 
 def stream_statistics(*shares: Any, options: Options, phase: int) -> Any:
@@ -245,8 +263,9 @@ def is_current(client: Any) -> bool:
         return False
 
 
-def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options,
-                totals: dict[int, int]) -> tuple[dict[str, list[Any]], dict[int, int], dict, dict[int, list[Any]]]:
+def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options, totals: dict[int, int]
+                ) -> tuple[dict[str, list[Any]], dict[int, int], dict, dict[int, list[Any]], list[tuple[int, int]],
+                           list[tuple[np.ndarray, np.ndarray]]]:
     streams = sorted(shares)
     large = [s for s in streams if totals.get(s, 0) > ranged.RANGE_ROWS]
     # Each stream's holders: the tasks holding its pairs in canonical order, one after the other.
@@ -266,18 +285,23 @@ def _on_cluster(shares: dict[int, list[Any]], client: Any, options: Options,
                                            for s in small])))
     stats.update(ranged.statistics({s: holders[s] for s in large}, client, options=options))
     held = [(s, h) for s in streams for h in holders[s]]
-    counted = client.gather([client.submit(_size, h, pure=False) for _, h in held])
+    counted, made = zip(*client.gather([client.submit(_size_and_runs, h, pure=False) for _, h in held])) \
+        if held else ((), ())
+    for s in small:
+        stats[s].pop("runs", None)
     sizes = {s: 0 for s in streams}
     for (s, _), n in zip(held, counted):
         sizes[s] += n
-    columns: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
-    for k, t in _COLUMNS.items():
+    columns: dict[str, list[Any]] = {k: [] for k in _HELD}
+    for k, t in _HELD.items():
         for (_, h), n in zip(held, counted):
             for start in range(0, n, CHUNK_ROWS):
                 stop = min(start + CHUNK_ROWS, n)
                 rows = client.submit(_rows, h, k, start, stop, pure=False)
                 columns[k].append(_remote_array(rows, stop - start, t))
-    return columns, sizes, stats, holders
+    runs = [(s, rows) for (s, _), one in zip(held, made) for rows, _, _ in one]
+    blocks = [(first, counts) for one in made for _, first, counts in one]
+    return columns, sizes, stats, holders, runs, blocks
 
 
 #: Rows of one stream's column per Dask chunk (what a slice of the Dataset's pairs fetches at least).
@@ -300,8 +324,10 @@ def _station_counts(share: dict[str, np.ndarray] | None) -> np.ndarray:
     return np.zeros(0, np.int64) if share is None else np.bincount(share["station"]).astype(np.int64)
 
 
-def _size(done: tuple[dict[str, np.ndarray], Any]) -> int:
-    return int(done[0]["station"].size)
+def _size_and_runs(done: tuple[Any, ...]) -> tuple[int, list[tuple[int, np.ndarray, np.ndarray]]]:
+    """A holder's pairs and its ranked runs with their block tables (a :func:`stream_of` or
+    :func:`ranged.range_of` result)."""
+    return int(done[0]["station"].size), (done[2] if len(done) > 2 else done[1]["runs"])
 
 
 def _rows(done: tuple[dict[str, np.ndarray], Any], name: str, start: int, stop: int) -> np.ndarray:
@@ -336,6 +362,9 @@ def _variables(columns: dict[str, list[Any]], streams: list[int], sizes: dict[in
     }
     if options.group_by is not None:  # SPEC §14
         data["pair_group"] = cat(columns["group"], np.int32)
+    # Each run's ranked copy (SPEC §9), in the same rows as its canonical pairs.
+    data["ranked_residual"] = cat(columns["ranked_residual_ns"], np.int64)
+    data["ranked_level"] = cat(columns["ranked_level"], np.int16)
     return data
 
 

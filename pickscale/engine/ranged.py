@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..metrics.grid import GRID_MIN_VALUES, GRID_SHARE, GRID_STEPS_NS
-from ..metrics.level_sums import LevelSums
+from ..metrics.level_sums import LevelSums, encode
+from ..metrics.ranked_runs import RankedStream, block_table
 from ..metrics.split_stream import (
     PartFacts,
     count_below,
@@ -37,10 +38,10 @@ from ..metrics.split_stream import (
     residue_facts,
     value_counts,
 )
-from ..metrics.timing import CONCENTRATED_RATIO, CONCENTRATED_SHARE, GROUP_NAMES, finish, order_queries
+from ..metrics.timing import CONCENTRATED_RATIO, CONCENTRATED_SHARE, GROUP_NAMES, finish, levels_of, order_queries
 from ..options import Options
 
-__all__ = ["RANGE_ROWS", "cut_points", "range_of", "part_of", "statistics"]
+__all__ = ["RANGE_ROWS", "cut_points", "range_of", "ranked_runs", "part_of", "statistics"]
 
 #: The most pairs of a stream one task sorts (larger streams are cut into ranges of stations).
 RANGE_ROWS = 2**22
@@ -74,16 +75,47 @@ def cut_points(counts: np.ndarray, rows: int = RANGE_ROWS) -> list[tuple[int, in
 
 
 def range_of(*shares: dict[str, np.ndarray] | None, lo: int, hi: int, options: Options,
-             phase: int) -> tuple[dict[str, np.ndarray], PartFacts]:
+             phase: int) -> tuple[dict[str, np.ndarray], PartFacts, list[tuple[int, np.ndarray, np.ndarray]]]:
     """The pairs of stations ``lo … hi − 1`` of a stream's shares, in the store's canonical order (station,
-    residual, conf, group), and their facts."""
+    residual, conf, group) with their ranked copy, their facts and their ranked run (:func:`ranked_runs`)."""
     have = [s for s in shares if s is not None]
     cat = {k: np.concatenate([s[k] for s in have]).astype(t, copy=False) for k, t in _COLUMNS.items()}
     keep = (cat["station"] >= lo) & (cat["station"] < hi)
     cat = {k: v[keep] for k, v in cat.items()}
     order = np.lexsort((cat["group"], cat["conf"], cat["residual_ns"], cat["station"]))
     columns = {k: v[order] for k, v in cat.items()}
-    return columns, _facts(columns, options, phase)
+    runs = ranked_runs(columns, options, whole=True)
+    return columns, _facts(columns, options, phase), runs
+
+
+def ranked_runs(columns: dict[str, np.ndarray], options: Options, *, whole: bool = False
+                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Add to a stream's canonical ``columns`` its *ranked* copy (SPEC §9), run by run: ``ranked_residual_ns``
+    ascending, ties by ``ranked_level`` (each pair's level on the grid) ascending; return each run's pairs and
+    block table (:func:`~pickscale.metrics.ranked_runs.block_table`).  A stream of more than :data:`RANGE_ROWS`
+    pairs is cut into the runs a cluster's ranges make (:func:`cut_points` of its pairs per station), so that a
+    store is the same bytes however its streams were held; ``whole``: one run (a range's own pairs).  What an
+    extension reads of a stored stream, a block at a time, instead of every pair
+    (:class:`~pickscale.metrics.ranked_runs.RankedStream`)."""
+    e = np.asarray(columns["residual_ns"], dtype=np.int64)
+    level = levels_of(columns["conf"], options.grid)
+    station = np.asarray(columns["station"])
+    bounds = [(0, e.size)]
+    if not whole and e.size > RANGE_ROWS:  # (canonical order: station first, so a range of stations is a range of rows)
+        bounds = [(int(np.searchsorted(station, lo)), int(np.searchsorted(station, hi)))
+                  for lo, hi in cut_points(np.bincount(station))]
+    width = options.grid.size + 1
+    ranked_e, ranked_level, runs = np.empty_like(e), np.empty(e.size, np.int16), []
+    for a, b in bounds:
+        x, lv = e[a:b], level[a:b]
+        if x.size and int(np.abs(x).max()) < (2**62) // width:  # one key, one sort: (e, level) in order
+            order = np.argsort(x * width + lv, kind="stable")
+        else:
+            order = np.lexsort((lv, x))
+        ranked_e[a:b], ranked_level[a:b] = x[order], lv[order]
+        runs.append((b - a, *block_table(ranked_e[a:b], ranked_level[a:b], options.grid.size)))
+    columns["ranked_residual_ns"], columns["ranked_level"] = ranked_e, ranked_level
+    return runs
 
 
 def part_of(*shares: Any, options: Options, phase: int) -> PartFacts:
@@ -102,12 +134,25 @@ def _facts(columns: dict[str, np.ndarray], options: Options, phase: int) -> Part
 
 
 def _on_facts(fn: Callable[..., Any], part: Any, *args: Any) -> Any:
-    """``fn`` of a part's facts (a :func:`range_of` result holds its columns too)."""
+    """``fn`` of a part's facts (a :func:`range_of` result holds its columns too; a stored stream held in
+    ranked runs answers with its method of the same name)."""
+    if isinstance(part, RankedStream) and hasattr(part, fn.__name__):
+        return getattr(part, fn.__name__)(*args)
     return fn(part[1] if isinstance(part, tuple) else part, *args)
 
 
-def _summary(facts: PartFacts) -> tuple[LevelSums, list[LevelSums], int]:
+def summary(facts: PartFacts | RankedStream) -> tuple[LevelSums, list[LevelSums], int]:
+    """A part's additive facts: its sums, its groups' sums and its pairs at the shared threshold (a stored
+    stream's sums are the store's, its groups none: an extension's streams have none)."""
+    if isinstance(facts, RankedStream):
+        assert facts.sums is not None
+        return facts.sums, [], facts.n_shared
     return facts.sums, facts.groups, facts.n_shared
+
+
+def _here(part: Any) -> bool:
+    """Whether a part is held by this process (else it is a future on the cluster)."""
+    return isinstance(part, (RankedStream, PartFacts, tuple))
 
 
 def statistics(parts: dict[int, list[Any]], client: Any, *, options: Options) -> dict[int, dict[str, Any]]:
@@ -115,14 +160,18 @@ def statistics(parts: dict[int, list[Any]], client: Any, *, options: Options) ->
     ``parts[stream]`` lists :class:`~pickscale.metrics.split_stream.PartFacts` or :func:`range_of` results
     (futures of them on ``client``'s cluster; None: here)."""
     def call(fn: Callable[..., Any], jobs: list[tuple[Any, tuple[Any, ...]]]) -> list[Any]:
-        if client is None:
-            return [_on_facts(fn, part, *args) for part, args in jobs]
-        return client.gather([client.submit(_on_facts, fn, part, *args, pure=False, retries=3)
-                              for part, args in jobs])
+        # (a part held here -- a stored stream read by rank, or any part without a cluster -- answers here,
+        # while the cluster's parts answer there)
+        there = [i for i, (part, _) in enumerate(jobs) if client is not None and not _here(part)]
+        sent = [client.submit(_on_facts, fn, jobs[i][0], *jobs[i][1], pure=False, retries=3) for i in there]
+        out = [None if i in set(there) else _on_facts(fn, part, *args) for i, (part, args) in enumerate(jobs)]
+        for i, got in zip(there, client.gather(sent) if sent else []):
+            out[i] = got
+        return out
 
     streams = sorted(parts)
     flat = [(s, p) for s in streams for p in (parts[s] or [part_of(options=options, phase=s % 2)])]
-    summaries = call(_summary, [(p, ()) for _, p in flat])
+    summaries = call(summary, [(p, ()) for _, p in flat])
     total: dict[int, Any] = {}
     for (s, _), (sums, groups, n) in zip(flat, summaries):
         t = total.get(s)
@@ -139,7 +188,8 @@ def statistics(parts: dict[int, list[Any]], client: Any, *, options: Options) ->
             per = [finish(g, values[(s, k)]) for k, g in enumerate(groups)]
             by_group = {name: np.stack([p[name][0] for p in per]) for name in GROUP_NAMES}
             by_group["n_pairs"] = by_group["n_pairs"].astype(np.int64)
-        out[s] = {"sweep": finish(sums, values[(s, -1)]), "mode": modes[s], "grid": grids[s], "by_group": by_group}
+        out[s] = {"sweep": finish(sums, values[(s, -1)]), "mode": modes[s], "grid": grids[s], "by_group": by_group,
+                  "sums": encode(sums)}
     return out
 
 

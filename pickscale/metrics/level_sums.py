@@ -26,11 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LIMB_BITS", "LevelSums", "level_sums"]
+__all__ = ["LIMB_BITS", "LevelSums", "level_sums", "SUM_DIGITS", "sum_terms", "encode", "decode"]
 
 #: Bits per limb: products of two limbs are below 2^32.
 LIMB_BITS = 16
 _MASK = (1 << LIMB_BITS) - 1
+#: Digits (base 2^:data:`_DIGIT_BITS`) of each exact sum as the results keep it (:func:`encode`): 124 bits,
+#: room for Σe² of 2^31 pairs of residuals up to 2^46 ns (19 hours).
+SUM_DIGITS = 4
+_DIGIT_BITS = 31
 
 
 @dataclass
@@ -114,3 +118,61 @@ def level_sums(e_ns: np.ndarray, level: np.ndarray, n_levels: int, *, tol: float
         negative={i: _at(np.where(negative, limbs[i], 0), level, n) for i in range(n_limbs)},
         square={(i, k): _at(limbs[i] * limbs[k], level, n) for i in range(n_limbs) for k in range(i, n_limbs)},
     )
+
+
+def sum_terms(within: Sequence[float]) -> tuple[str, ...]:
+    """The labels of :func:`encode`'s last axis: the counts, then each exact sum's digits (least first).
+
+    Examples
+    --------
+    >>> sum_terms((0.1,))[:4], len(sum_terms((0.1, 0.25, 0.5)))
+    (('count', 'gross', 'within_0.1', 'abs_0'), 17)
+    """
+    return ("count", "gross", *(f"within_{w:g}" for w in within),
+            *(f"{name}_{i}" for name in ("abs", "negative", "square") for i in range(SUM_DIGITS)))
+
+
+def encode(sums: LevelSums) -> np.ndarray:
+    """``sums`` as the results keep them: per level, the counts and each exact sum (Σ|e|, Σ|e| over e < 0,
+    Σe², ns) in :data:`SUM_DIGITS` digits of 31 bits -- one form for one total, however the pairs were
+    split into parts, so that results merged from parts are the same bytes as one run's (int64, levels ×
+    :func:`sum_terms`).
+
+    Examples
+    --------
+    >>> a = level_sums(np.array([-3, 5]), np.array([1, 2]), 2, tol=0.5, within=(0.1,))
+    >>> b = level_sums(np.array([4]), np.array([2]), 2, tol=0.5, within=(0.1,))
+    >>> (encode(a + b) == encode(level_sums(np.array([-3, 5, 4]), np.array([1, 2, 2]), 2, tol=0.5,
+    ...                                      within=(0.1,)))).all()
+    np.True_
+    >>> decode(encode(a + b), n_within=1).at_threshold("square")
+    [50, 41]
+    """
+    big = [sums._per_level(name) for name in ("abs", "negative", "square")]
+    digits = [[(v >> (_DIGIT_BITS * i)) & ((1 << _DIGIT_BITS) - 1) for i in range(SUM_DIGITS)]
+              for values in big for v in values]
+    if any(v >> (_DIGIT_BITS * SUM_DIGITS) for values in big for v in values):
+        raise OverflowError("a residual sum does not fit the results' exact form (2^124)")
+    n = sums.count.size
+    wide = np.asarray(digits, dtype=np.int64).reshape(3, n, SUM_DIGITS).transpose(1, 0, 2).reshape(n, -1)
+    return np.concatenate([sums.count[:, None], sums.gross[:, None], sums.within.reshape(n, -1), wide],
+                          axis=1).astype(np.int64)
+
+
+def decode(kept: np.ndarray, *, n_within: int) -> LevelSums:
+    """The :class:`LevelSums` of :func:`encode`'s form (``n_within``: the bounds of ``within``)."""
+    kept = np.asarray(kept, dtype=np.int64)
+    count, gross, within = kept[:, 0], kept[:, 1], kept[:, 2:2 + n_within]
+    wide = kept[:, 2 + n_within:].reshape(kept.shape[0], 3, SUM_DIGITS)
+    # Each digit (< 2^31) becomes two 16-bit limbs at its place; the square's go on the diagonal limb pairs,
+    # which :meth:`LevelSums._per_level` weighs by 2^(32 i).
+    half = _DIGIT_BITS * SUM_DIGITS
+    total = [[sum(int(wide[lv, t, i]) << (_DIGIT_BITS * i) for i in range(SUM_DIGITS)) for lv in range(kept.shape[0])]
+             for t in range(3)]
+    n_limbs = -(-half // LIMB_BITS)
+    linear = {i: np.array([(v >> (LIMB_BITS * i)) & _MASK for v in total[0]], np.int64) for i in range(n_limbs)}
+    negative = {i: np.array([(v >> (LIMB_BITS * i)) & _MASK for v in total[1]], np.int64) for i in range(n_limbs)}
+    square = {(i, i): np.array([(v >> (2 * LIMB_BITS * i)) & ((1 << 2 * LIMB_BITS) - 1) for v in total[2]],
+                               np.int64) for i in range(-(-half // (2 * LIMB_BITS)))}
+    return LevelSums(count=count.copy(), gross=gross.copy(), within=within.copy(), linear=linear,
+                     negative=negative, square=square)

@@ -15,12 +15,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .grid import GRID_NAMES, residual_grid
-from .level_sums import LevelSums, level_sums
+from .level_sums import LevelSums, encode, level_sums, sum_terms
 from .ranks import nested_order_statistics
 
 __all__ = ["TIMING_NAMES", "QUANTILE_NAMES", "GROUP_NAMES", "WITHIN", "ALONG", "timing_stats", "timing_sweep",
            "residual_quantile", "pair_statistics", "residual_mode", "CONCENTRATED_SHARE", "CONCENTRATED_RATIO",
-           "CONCENTRATED_MIN_PAIRS", "concentrated", "lay_out"]
+           "CONCENTRATED_MIN_PAIRS", "concentrated", "lay_out", "levels_of", "SUM_TERMS"]
 
 #: The bounds (s) of ``fraction_within``: the labels of its dim ``within``.
 WITHIN: tuple[float, ...] = (0.1, 0.25, 0.5)
@@ -36,6 +36,9 @@ ALONG: dict[str, tuple[str, tuple[float, ...]]] = {"fraction_within": ("within",
 QUANTILE_NAMES: tuple[str, ...] = ("p10", "p90", "iqr")
 #: The statistics per group of arrivals (SPEC §14): those of the sweep, without the quantiles.
 GROUP_NAMES: tuple[str, ...] = TIMING_NAMES
+#: The labels of ``residual_sums``' last axis (dim ``residual_term``): per level, the counts and the exact sums
+#: the statistics are made of (:func:`pickscale.metrics.level_sums.encode`), kept so that they merge exactly.
+SUM_TERMS: tuple[str, ...] = sum_terms(WITHIN)
 
 
 #: The quantiles of e each set needs (percent): the median (bias) and those of :data:`QUANTILE_NAMES`.
@@ -150,11 +153,13 @@ def finish(sums: LevelSums, values: dict[tuple[str, int, int], int]) -> dict[str
     return out
 
 
-def _sweep(e_ns: NDArray[np.int64], level: NDArray[np.int64], n_levels: int, tol: float) -> dict[str, NDArray[Any]]:
+def _sweep(e_ns: NDArray[np.int64], level: NDArray[np.int64], n_levels: int, tol: float,
+           sums: LevelSums | None = None) -> dict[str, NDArray[Any]]:
     """SPEC §5 statistics (and :data:`QUANTILE_NAMES`) of the pairs of level > j, for every j < ``n_levels``:
-    :func:`finish` of their :class:`LevelSums` and of the order statistics read from one sort of e and one of
-    |e| (:func:`nested_order_statistics`)."""
-    sums = level_sums(e_ns, level, n_levels, tol=tol, within=WITHIN)
+    :func:`finish` of their :class:`LevelSums` (``sums``, when already made) and of the order statistics read
+    from one sort of e and one of |e| (:func:`nested_order_statistics`)."""
+    if sums is None:
+        sums = level_sums(e_ns, level, n_levels, tol=tol, within=WITHIN)
     queries = order_queries(sums)
     values: dict[tuple[str, int, int], int] = {}
     for kind, x in (("e", e_ns), ("a", np.abs(e_ns))):
@@ -239,11 +244,22 @@ def timing_sweep(residual_ns: ArrayLike, conf: ArrayLike, thresholds: ArrayLike,
     conf = np.asarray(conf, dtype=np.float64)
     thresholds = np.asarray(thresholds, dtype=np.float64)
     rank = np.argsort(thresholds, kind="stable")
-    # conf >= θ_j exactly when more than j of the (sorted) thresholds are <= conf.
-    level = np.searchsorted(thresholds[rank], conf, side="right").astype(np.int64)
+    level = levels_of(conf, thresholds[rank])
     swept = _sweep(residual_ns, level, thresholds.size, float(tol))
     back = np.argsort(rank, kind="stable")
     return {name: values[back] for name, values in swept.items()}
+
+
+def levels_of(conf: ArrayLike, grid: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Each pair's level on the ascending thresholds ``grid``: conf >= θ_j exactly when more than j of them
+    are <= conf.
+
+    Examples
+    --------
+    >>> levels_of([0.1, 0.5, 0.95], np.array([0.3, 0.5, 0.9])).tolist()
+    [0, 2, 3]
+    """
+    return np.searchsorted(grid, np.asarray(conf, dtype=np.float64), side="right").astype(np.int64)
 
 
 def _along(name: str) -> tuple[int, ...]:
@@ -314,9 +330,14 @@ def pair_statistics(residual_ns: ArrayLike, conf: ArrayLike, group: ArrayLike, *
     residual_ns = np.asarray(residual_ns, dtype=np.int64)
     conf = np.asarray(conf, dtype=np.float64)
     keep = conf >= threshold
-    out: dict[str, Any] = {"sweep": timing_sweep(residual_ns, conf, thresholds, tol=tol),
+    grid = np.sort(np.asarray(thresholds, dtype=np.float64))
+    level = levels_of(conf, grid)
+    sums = level_sums(residual_ns, level, grid.size, tol=tol, within=WITHIN)
+    swept = _sweep(residual_ns, level, grid.size, float(tol), sums)
+    back = np.argsort(np.argsort(np.asarray(thresholds, dtype=np.float64), kind="stable"), kind="stable")
+    out: dict[str, Any] = {"sweep": {name: values[back] for name, values in swept.items()},
                            "mode": residual_mode(residual_ns[keep]), "grid": residual_grid(residual_ns[keep]),
-                           "by_group": {}}
+                           "sums": encode(sums), "by_group": {}}
     if not n_groups:
         return out
     codes, res = np.asarray(group)[keep], residual_ns[keep]
@@ -354,6 +375,7 @@ def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple
         by_group["n_pairs"] = np.zeros((nd, nm, 2, n_groups), dtype=np.int64)
     mode = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in ("n", "residual_ns", "count", "second")}
     grid = {name: np.zeros((nd, nm, 2), dtype=np.int64) for name in GRID_NAMES}  # SPEC §5, on a grid
+    sums = {"residual_sums": np.zeros((nd, nm, 2, n_thresholds + 1, len(SUM_TERMS)), dtype=np.int64)}
     for (d, m, p), one in streams.items():
         for name, values in one["sweep"].items():
             sweep[name][d, m, p] = values
@@ -363,4 +385,6 @@ def lay_out(streams: dict[tuple[int, int, int], dict[str, Any]], *, shape: tuple
             mode[name][d, m, p] = value
         for name, value in one.get("grid", {}).items():
             grid[name][d, m, p] = value
-    return {"sweep": sweep, "by_group": by_group, "mode": mode, "grid": grid}
+        if "sums" in one:
+            sums["residual_sums"][d, m, p] = one["sums"]
+    return {"sweep": sweep, "by_group": by_group, "mode": mode, "grid": grid, "sums": sums}

@@ -276,7 +276,7 @@ def tables(ds: xr.Dataset) -> dict[str, pd.DataFrame]:
     (['dataset', 'phase', 'model', 'n_reference'], 12)
     """
     # A store opens lazily; the tables need neither the residual pairs nor the fine curve, so load the rest.
-    ds = ds.drop_dims(["pair", "fine_threshold"], errors="ignore").load()
+    ds = ds.drop_dims(["pair", "ranked_block", "fine_threshold"], errors="ignore").load()
     reader = _Reader(ds)
     return {name: table.build(ds) if table.build is not None else _build(table, reader)
             for name, table in TABLES.items() if table.requires is None or table.requires in ds}

@@ -28,7 +28,7 @@ from ..options import N_BINS, PHASES, Options
 from .derived import derive
 from .events import lay_out_events
 from .rates import RATE_COUNTS, lay_out_rates
-from .variables import GROUPED, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, declared_dims, text
+from .variables import GROUPED, RANKED, RUNS, STATION_FIELDS, TIME_BINNED, TOLERANCED, VARIABLES, declared_dims, text
 
 __all__ = ["DatasetCounts", "combine", "counts_from_stack", "assemble"]
 
@@ -275,6 +275,10 @@ def assemble(
     else:
         data.update(pairs.data)
         statistics = pairs.statistics
+        if "ranked_residual" in pairs.data:  # SPEC §9: the ranked runs, listed by name in row order
+            names = (*names, *RANKED)
+            attrs = {**(attrs or {}), RUNS: [[datasets[c // (2 * len(models))], models[(c // 2) % len(models)],
+                                              PHASES[c % 2], int(n)] for c, n in pairs.runs]}
     coords = {
         "dataset": text(datasets),
         "model": text(models),

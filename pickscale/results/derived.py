@@ -22,7 +22,7 @@ from .events import derive_events
 from .quality import grid_warnings, quality_flags
 from .rates import derive_rates
 from .registry import FAMILIES, REGISTRY, Derived, Input, lay_out
-from .variables import describe, metric_name
+from .variables import describe, metric_name, text
 from .variables import residual_ns as residual_ns_of
 
 __all__ = ["derive", "edge_warnings", "concentration_warnings", "pair_statistics_of", "stored_statistics"]
@@ -62,6 +62,9 @@ def derive(ds: xr.Dataset, *, options: Options,
     families["readings"], budgets = _readings(ds, options, totals, laid)
     families["flags"] = {name: (("dataset", "model", "phase"), values)  # SPEC §5's rules where they fire
                          for name, values in flag_facts(stats["mode"], stats["grid"]).items()}
+    if "sums" in stats:  # (the statistics of a store written before they were kept have none)
+        families["residual_sums"] = {"residual_sums": (("dataset", "model", "phase", "level", "residual_term"),
+                                                       stats["sums"]["residual_sums"])}
     if FAMILIES["timing_by_group"].requires in ds:  # SPEC §14
         families["timing_by_group"] = {f"{name}_by_group": laid_out for name, laid_out in _on_statistics(
             stats["by_group"], ("dataset", "model", "phase", "group")).items()}
@@ -91,7 +94,9 @@ def derive(ds: xr.Dataset, *, options: Options,
     if budgets is not None:  # several (SPEC §7): their own coordinate
         variables["recall_at_budgets"] = xr.DataArray(variables["recall_at_budgets"], coords={"budget": budgets})
     # The labels of the statistics' own axes (SPEC §5: fraction_within's bounds, in s).
-    along = {dim: np.asarray(labels, dtype=np.float64) for dim, labels in timing.ALONG.values()}
+    along: dict[str, Any] = {dim: np.asarray(labels, dtype=np.float64) for dim, labels in timing.ALONG.values()}
+    if "residual_sums" in families:
+        along["residual_term"] = text(timing.SUM_TERMS)
     result = describe(ds.assign(variables).assign_coords(along), options)
     if "warnings" in ds.attrs:
         # A run's results (assembly sets the run's warnings before deriving): the edges join its warnings, the
@@ -275,6 +280,11 @@ def stored_statistics(ds: xr.Dataset, options: Options) -> dict[str, dict[str, n
         if f"{name}_by_group" in ds:
             out["by_group"][name] = np.asarray(ds[f"{name}_by_group"].transpose("dataset", "model", "phase",
                                                                                 "group", *_along(name)).values)
+    if "residual_sums" in ds:  # (stores written before they were kept have none)
+        out["sums"]["residual_sums"] = np.asarray(ds["residual_sums"].transpose(
+            "dataset", "model", "phase", "level", "residual_term").values)
+    else:
+        del out["sums"]
     if keeps_flags(ds):  # (stores written before they were kept have none: no rule fires)
         n = np.stack([out["sweep"]["n_pairs"][:, :, p, j] for p, j in enumerate(options.threshold_indices)], axis=-1)
         kept = {name: np.asarray(ds[name].transpose("dataset", "model", "phase").values) for name in FLAG_NAMES}

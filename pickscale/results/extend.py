@@ -52,11 +52,11 @@ from ..store.segments import PairParts
 from .assembly import DatasetCounts, assemble, counts_from_stack
 from .events import events_of, merge_event_counts
 from .rates import PickRates, merged_rates, rates_of
-from .variables import STATION_FIELDS
+from .variables import RANKED, RUNS, STATION_FIELDS
 from .variables import residual_ns as residual_ns_of
 
 __all__ = ["EXACT_FIELDS", "counts_of", "merge_counts", "merge_results", "stream_shares", "merged_index",
-           "appended_pairs", "StoredSide", "stored_side",
+           "appended_pairs", "ranks_kept", "StoredSide", "stored_side",
            "union_edges",
            "bin_starts_ns", "BATCH_ROWS"]
 
@@ -349,7 +349,9 @@ def appended_pairs(stored: xr.Dataset, new: xr.Dataset, *, datasets: list[str], 
     stored_maps, new_maps = maps(stored), maps(new)
     data: dict[str, Any] = {}
     stored_parts, new_parts, chunk_rows = {}, {}, {}
-    for name in PAIR_NAMES:
+    # (the ranked runs' copy of the pairs, SPEC §9, when both sides keep one: a store written before has none)
+    ranked = tuple(n for n in RANKED if stored[n].dims == ("pair",)) if ranks_kept(stored) and ranks_kept(new) else ()
+    for name in (*PAIR_NAMES, *ranked):
         dtype = new[name].dtype
         old = stored[name].variable
         chunk_rows[name] = int(stored[name].encoding.get("chunks", (0,))[0] or 0)
@@ -365,7 +367,16 @@ def appended_pairs(stored: xr.Dataset, new: xr.Dataset, *, datasets: list[str], 
         new_parts[name] = on_merged(fresh, new_maps.get(name), dtype)
         kept = on_merged(da.from_array(_Rows(old), chunks=BATCH_ROWS, name=False), stored_maps.get(name), dtype)
         data[name] = da.concatenate([kept.astype(dtype), new_parts[name]])
+    if ranked:  # the block tables (a 1024th of the pairs' rows): the stored one read, the new one after it
+        for name in RANKED:
+            if name not in ranked:
+                data[name] = np.concatenate([np.asarray(stored[name].values), np.asarray(new[name].values)])
     return data, PairParts(rows=rows, stored=stored_parts, new=new_parts, store=store, chunk_rows=chunk_rows)
+
+
+def ranks_kept(results: xr.Dataset) -> bool:
+    """Whether results keep their pairs' ranked runs (SPEC §9) and exact sums: stores written before do not."""
+    return all(name in results for name in (*RANKED, "residual_sums")) and isinstance(results.attrs.get(RUNS), list)
 
 
 class _Rows:

@@ -183,6 +183,7 @@ FAMILIES: dict[str, Family] = {
                               requires="matched_by_group", after="recall_by_group"),  # SPEC §14
     # SPEC §5's rules on the residuals, what they found where they fire (metrics/flags.py)
     "flags": Family(FLAG_NAMES, Kind.PAIRS),
+    "residual_sums": Family(("residual_sums",), Kind.PAIRS),  # SPEC §5: what a stream's statistics merge from
     "events": Family(("n_events", "events_detected", "event_detection_rate", "events_detected_at_threshold",
                       "event_detection_rate_at_threshold"), Kind.EVENTS, requires="event_levels"),  # SPEC §19
     # SPEC §20: from the pick-rate counts (picks summed, days united: kernel/rates.py), not the per-station fields.

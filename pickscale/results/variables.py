@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["text", "Variable", "VARIABLES", "COORDINATES", "OPTIONAL_VARIABLES", "OPTIONAL_COORDINATES",
            "STATION_FIELDS", "TIME_BINNED", "TIME_BIN_ATTRS", "TOLERANCED", "metric_name",
            "describe", "GROUPED", "GROUP_TIMING", "GROUPED_VARIABLES", "residual_ns", "EVENTS", "EVENT_COUNTS",
-           "EVENT_VARIABLES", "RATE_VARIABLES", "RATE_COUNTS", "RATE_ATTRS", "declared_dims"]
+           "EVENT_VARIABLES", "RATE_VARIABLES", "RATE_COUNTS", "RATE_ATTRS", "RANKED_VARIABLES", "RANKED", "RUNS",
+           "declared_dims"]
 
 
 def residual_ns(seconds: Any) -> np.ndarray:
@@ -216,6 +217,12 @@ VARIABLES: dict[str, Variable] = {
              "Where the residuals lie on a grid (SPEC §5): how many have its residue; 0 elsewhere."),
     "grid_values": Variable(_DMP, "distinct residuals on the grid", "1",
              "Where the residuals lie on a grid (SPEC §5): how many distinct values those take; 0 elsewhere."),
+    # The pairs' exact sums per level (metrics/level_sums.py): what an extension merges a stream's statistics
+    # from without reading its stored pairs (SPEC §5, §11).
+    "residual_sums": Variable((*_DMP, "level", "residual_term"), "exact sums of the residual pairs", "1",
+             "Per level (the pairs whose conf clears exactly that many thresholds of the grid): the pairs, those "
+             "with |e| > tol, those with |e| <= each bound of within, then Σ|e|, Σ|e| over e < 0 and Σe² in integer "
+             "ns, each as four base-2^31 digits, least first (SPEC §5)."),
 }
 
 #: The coordinates that carry attributes.
@@ -379,6 +386,27 @@ RATE_COUNTS: tuple[str, ...] = ("rate_picks", "rate_run_dataset", "rate_run_mode
 RATE_ATTRS = {"rate_station": {"long_name": "station with picks", "description": "Every station with a pick of a "
                                "dataset and model of the results, scored or not (SPEC §20), in code-point order."}}
 
+#: The ranked runs of the residual pairs (SPEC §9): each run's pairs (a stream's in a segment, or a range of its
+#: stations) again in the same rows, ranked by residual, with a table of their blocks -- what an extension reads
+#: of a stored stream, a block at a time (:class:`pickscale.metrics.ranked_runs.RankedStream`), instead of
+#: every pair.  The runs themselves are listed in ``attrs["pair_runs"]``.  A store written before has none.
+RANKED_VARIABLES: dict[str, Variable] = {
+    "ranked_residual": Variable(("pair",), "ranked residual", "ns",
+                                "The residuals (integer ns) of each ranked run's pairs, ascending, ties by "
+                                "ranked_level ascending; the run's rows are its canonical pairs' (SPEC §9)."),
+    "ranked_level": Variable(("pair",), "level of ranked residual", "1",
+                             "How many thresholds of the grid the conf of each ranked residual's pair clears."),
+    "ranked_first": Variable(("ranked_block",), "first residual of block", "ns",
+                             "Each ranked run cut into blocks of 1024 rows, run after run: the block's first "
+                             "ranked_residual (SPEC §9)."),
+    "ranked_counts": Variable(("ranked_block", "level"), "pairs of block per level", "1",
+                              "How many of the block's ranked residuals have each level (SPEC §9)."),
+}
+#: The ranked runs' variables, in the Dataset's order.
+RANKED: tuple[str, ...] = tuple(RANKED_VARIABLES)
+#: The root attribute listing the ranked runs in row order: ``[dataset, model, phase, pairs]`` each (SPEC §9).
+RUNS = "pair_runs"
+
 #: The per-station counts of the Dataset: the kernel's per-station fields (less ``n_reference``, which has no
 #: model axis), with the dims between ``dataset`` and ``station``.  ``n_reference_over_time`` is one of them
 #: although it has no model axis.  The exact sums (``cal_conf_limbs``, ``conf_sq_sums``, ``hit_conf_limbs``;
@@ -397,7 +425,7 @@ def declared_dims(name: str) -> tuple[str, ...]:
     >>> declared_dims("event_levels"), declared_dims("n_reference")
     (('dataset', 'event', 'model', 'phase', 'event_rank'), ('dataset', 'phase', 'station'))
     """
-    for declared in (EVENT_VARIABLES, RATE_VARIABLES):
+    for declared in (EVENT_VARIABLES, RATE_VARIABLES, RANKED_VARIABLES):
         if name in declared:
             return declared[name].dims
     return VARIABLES[name].dims
@@ -437,7 +465,7 @@ def describe(ds: xr.Dataset, options: Options) -> xr.Dataset:
         variables["time_bin"].attrs.update(TIME_BIN_ATTRS)
     if "group" in ds.coords:
         variables["group"].attrs.update(GROUP_ATTRS)
-    for name, variable in EVENT_VARIABLES.items():  # SPEC §19
+    for name, variable in {**EVENT_VARIABLES, **RANKED_VARIABLES}.items():  # SPEC §19, §9
         if name in ds.variables:
             variables[name].attrs.update(variable.attrs)
     for name, variable in RATE_VARIABLES.items():  # SPEC §20

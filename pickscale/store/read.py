@@ -25,10 +25,10 @@ import xarray as xr
 
 from pickscale.errors import StoreError
 
-from .checked import Deferred, store_identity
+from .checked import CheckedStore, Deferred, store_identity
 from .codec import dataset_from_files
 from .consistency import check_results
-from .manifest import check_manifest
+from .manifest import MANIFEST, check_manifest, read_manifest
 from .pair_chunks import PAIR_SOURCE, pair_source
 from .paths import PathLike, describe, local_store_path, siblings
 from .remote import check_remote, is_remote, open_lazily, open_remote
@@ -294,9 +294,11 @@ def read_lazily(ds: xr.Dataset, path: PathLike, *, version: str | None = None,
 
     The residual pairs of a run on a cluster stay there (:mod:`pickscale.engine.pairs`) until the store
     is written; once the cluster is let go, the tables and figures read what they need of them from the
-    store, a chunk at a time.  Meant for the writer of the store (which holds its lock, so nothing
-    replaces it meanwhile): no manifest check, as :func:`open_results` makes.  ``ds`` unchanged when
-    nothing in it is Dask-backed.
+    store, a chunk at a time.  Meant for the writer of the store: the numbers are not checked again, as
+    :func:`open_results` checks them, but every chunk of the pairs is read through the manifest written with
+    them -- the Dataset outlives the writer's lock (:func:`pickscale.extend` returns it), and a store replaced
+    since (another extension, an overwrite) or removed is then a :class:`~pickscale.errors.StoreError`, never
+    another store's pairs or Zarr's fill values.  ``ds`` unchanged when nothing in it is Dask-backed.
 
     Examples
     --------
@@ -316,6 +318,23 @@ def read_lazily(ds: xr.Dataset, path: PathLike, *, version: str | None = None,
             raise StoreError(f"results store {path}: read_lazily needs the version just saved")
         stored = open_lazily(os.fspath(path), version=version, storage_options=storage_options)
     else:
-        stored = xr.open_zarr(local_store_path(path, what="results store"), consolidated=True, zarr_format=3,
-                              chunks={})
+        target = local_store_path(path, what="results store")
+        pairs = [name for name in lazy if ds[name].dims[:1] == (LAZY_DIMENSION,)]
+        out = {name: variable for name, variable in _as_written(target).variables.items() if name in pairs}
+        if len(pairs) < len(lazy):  # (anything else Dask-backed: not what the store reads when used)
+            stored = xr.open_zarr(target, consolidated=True, zarr_format=3, chunks={})
+            out.update({name: stored[name].variable for name in lazy if name not in pairs})
+        return ds.assign(out)
     return ds.assign({name: stored[name].variable for name in lazy})
+
+
+def _as_written(store: pathlib.Path) -> xr.Dataset:
+    """``store`` as just written, nothing read: its pair variables read when used, each chunk file checked
+    against the manifest written with it (and the store's identity then), as :func:`open_results` reads them."""
+    identity = store_identity(store)
+    root = read_root_meta(store)
+    listed = read_manifest(store, (store / MANIFEST).read_bytes())
+    later = _pair_chunks(root)
+    deferred = Deferred(store, {rel: entry for rel, entry in listed.items() if rel.startswith(later)},
+                        identity=identity, identify=store_identity)
+    return xr.open_zarr(CheckedStore({"zarr.json": root}, deferred), consolidated=True, zarr_format=3, chunks=None)

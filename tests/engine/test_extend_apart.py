@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import pickscale
 import pickscale.engine.extension as extension
 from pickscale.metrics.flags import FLAG_NAMES
+from tests.helpers.stores import unranked
 
 #: SPEC §5's worked examples, in seconds: concentrated (18 at 0.000 s) and on a grid (0.1 s, offset 0).
 CONCENTRATED = [0.0] * 18 + [0.010] * 3 + [-0.010] * 2 + [0.020] * 2
@@ -86,16 +87,30 @@ def test_an_extension_by_a_new_model_times_no_stored_pair_and_equals_one_run(tmp
     assert _same_as_one_run(extended, one_run) and any("concentrated" in w for w in one_run.attrs["warnings"])
 
 
-def test_a_later_stretch_of_a_stored_model_times_its_stored_pairs_again(tmp_path, monkeypatch):
+@pytest.mark.parametrize("ranked", [True, False])
+def test_a_later_stretch_of_a_stored_model_times_its_stored_streams_again(tmp_path, monkeypatch, ranked):
+    # A store that keeps its pairs ranked (SPEC §9) has its streams timed by rank, reading no stored pair; one
+    # written before, from its pairs.
     ref, picks = _inputs()
-    store = pickscale.save(pickscale.score(ref, picks[picks.model == "m"]), tmp_path / "results.zarr")
+    stored = pickscale.score(ref, picks[picks.model == "m"])
+    store = pickscale.save(stored if ranked else unranked(stored), tmp_path / "results.zarr")
     later = picks[picks.model == "m"].assign(time=lambda f: f["time"] + 10_000.0)
-    timed = []
-    original = extension._merged_statistics
-    monkeypatch.setattr(extension, "_merged_statistics", lambda *a, **k: timed.append(1) or original(*a, **k))
+    timed: list[str] = []
+    for name in ("_merged_statistics", "ranked_statistics"):
+        original = getattr(extension, name)
+        monkeypatch.setattr(extension, name, lambda *a, _n=name, _o=original, **k: timed.append(_n) or _o(*a, **k))
+    if ranked:
+        monkeypatch.setattr(extension, "StoredShares", _refused)
     extended = pickscale.extend(store, ref.assign(time=ref["time"] + 10_000.0), later)
-    assert timed == [1]
+    assert timed == ["ranked_statistics" if ranked else "_merged_statistics"]
     assert int(extended["concentrated_count"].sel(dataset="all", model="m", phase="P")) == 36  # 18 + 18 of 50
+    one_run = pickscale.score(pd.concat([ref, ref.assign(time=ref["time"] + 10_000.0)]),
+                              pd.concat([picks[picks.model == "m"], later]))
+    assert _same_as_one_run(extended, one_run)
+
+
+def _refused(*args, **kwargs):
+    raise AssertionError("a stored pair was read")
 
 
 def test_a_store_without_the_rules_findings_is_extended_from_its_pairs(tmp_path, monkeypatch):
@@ -159,13 +174,13 @@ def test_a_later_stretch_of_one_stored_model_times_only_its_streams(monkeypatch,
     later = (picks.time >= cut) & (picks.model == "m1")
     store = pickscale.save(pickscale.score(ref[ref.time < cut], picks[picks.time < cut]), tmp_path / "results.zarr")
     timed = []
-    real = extension.statistics_of
+    real = extension.ranged.statistics
 
-    def statistics_of(shares, *args, **kwargs):
-        timed.extend(shares)
-        return real(shares, *args, **kwargs)
+    def statistics(parts, *args, **kwargs):
+        timed.extend(parts)
+        return real(parts, *args, **kwargs)
 
-    monkeypatch.setattr(extension, "statistics_of", statistics_of)
+    monkeypatch.setattr(extension.ranged, "statistics", statistics)
     extended = pickscale.extend(store, ref[ref.time >= cut], picks[later])
     assert sorted(timed) == [0, 1]  # (dataset d, model m1: P and S)
     one_run = pickscale.score(ref, picks[(picks.time < cut) | later])

@@ -21,7 +21,7 @@ from pickscale.errors import InputError, StoreError
 from pickscale.results.extend import BATCH_ROWS, merge_results, stream_shares
 from pickscale.store import open_results
 from tests.helpers.extend import DAY, START, generated, stretches
-from tests.helpers.stores import edit_array
+from tests.helpers.stores import edit_array, unranked
 from tests.results.test_extend import same
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")]
@@ -184,11 +184,13 @@ def test_an_extension_on_a_cluster_keeps_the_merged_pairs_there(client, tmp_path
     same(stored, again)
 
 
-def _stored_half(tmp_path):
-    """A store of the first of two stretches (tests/helpers/extend.py), and the second stretch."""
+def _stored_half(tmp_path, *, ranked=True):
+    """A store of the first of two stretches (tests/helpers/extend.py), and the second stretch; not ``ranked``: as
+    a store written before stores kept their pairs ranked, whose every stored pair an extension reads."""
     ref, picks = stretches(2)
     cut = START + DAY
-    target = pickscale.save(pickscale.score(ref[ref.time < cut], picks[picks.time < cut]), tmp_path / "results.zarr")
+    first = pickscale.score(ref[ref.time < cut], picks[picks.time < cut])
+    target = pickscale.save(first if ranked else unranked(first), tmp_path / "results.zarr")
     return target, (ref[ref.time >= cut], picks[picks.time >= cut]), (ref, picks)
 
 
@@ -218,7 +220,7 @@ def _scored_only_once_checked(monkeypatch) -> threading.Event:
 
 @pytest.mark.cluster
 def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(client, tmp_path, monkeypatch):
-    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path, ranked=False)
     here = extended(open_results(target), r2, p2, store=target)
     checked = _scored_only_once_checked(monkeypatch)
     with client.as_current():
@@ -232,7 +234,7 @@ def test_the_stored_pairs_are_read_and_sent_while_the_new_inputs_are_scored(clie
 def test_without_a_cluster_the_stored_pairs_are_read_while_the_new_inputs_are_scored(tmp_path, monkeypatch):
     # (in this process, as `pickscale extend` runs a small extension: read, checked and cut on a thread of their
     # own while the new inputs are scored, not once they are)
-    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path, ranked=False)
     checked = _scored_only_once_checked(monkeypatch)
     got = pickscale.extend(target, r2, p2).load()
     assert checked.is_set()
@@ -253,7 +255,7 @@ def test_extend_on_the_default_client_without_naming_it(client, tmp_path):
 
 @pytest.mark.cluster
 def test_a_stored_pair_that_breaks_spec_15_refuses_an_extension_on_a_cluster(client, tmp_path):
-    target, (r2, p2), _ = _stored_half(tmp_path)
+    target, (r2, p2), _ = _stored_half(tmp_path, ranked=False)
     edit_array(target, "pair_conf", lambda conf: conf.__setitem__(3, 1.5))
     files = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     with client.as_current(), pytest.raises(StoreError, match=r"pair_conf.*must lie in \[floor"):
@@ -293,7 +295,7 @@ def _held_until_cancelled(monkeypatch, why: str) -> tuple[threading.Event, list[
 @pytest.mark.cluster
 def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them(client, tmp_path, monkeypatch):
 
-    target, _, (ref, picks) = _stored_half(tmp_path)
+    target, _, (ref, picks) = _stored_half(tmp_path, ranked=False)
     # (the first batch, read and checked by a worker or here, is held until the extension is refused and has told
     # the thread to stop)
     stopped, finished = _held_until_cancelled(monkeypatch, "the refused extension did not stop the thread")
@@ -310,13 +312,16 @@ def test_an_extension_refused_while_the_stored_pairs_are_read_stops_reading_them
 
 
 @pytest.mark.cluster
-def test_the_merged_streams_are_timed_while_the_counts_are_merged(client, tmp_path, monkeypatch):
+@pytest.mark.parametrize("ranked", [True, False])
+def test_the_merged_streams_are_timed_while_the_counts_are_merged(client, tmp_path, monkeypatch, ranked):
     import pickscale.engine.extension as extension
     import pickscale.results.extend as merging
 
-    target, (r2, p2), (ref, picks) = _stored_half(tmp_path)
+    target, (r2, p2), (ref, picks) = _stored_half(tmp_path, ranked=ranked)
     timed = threading.Event()
-    real_statistics, real_merge_counts = extension.statistics_of, merging.merge_counts
+    # (by rank, or from the stored pairs: the store written before it kept them ranked)
+    timer = "ranked_statistics" if ranked else "statistics_of"
+    real_statistics, real_merge_counts = getattr(extension, timer), merging.merge_counts
 
     def statistics_of(*args, **kwargs):
         try:
@@ -329,7 +334,7 @@ def test_the_merged_streams_are_timed_while_the_counts_are_merged(client, tmp_pa
         assert timed.wait(60), "the merged streams were not timed while the counts were merged"
         return real_merge_counts(*args, **kwargs)
 
-    monkeypatch.setattr(extension, "statistics_of", statistics_of)
+    monkeypatch.setattr(extension, timer, statistics_of)
     monkeypatch.setattr(merging, "merge_counts", merge_counts)
     with client.as_current():
         got = extended(open_results(target), r2, p2, store=target, client=client).load()
@@ -384,7 +389,8 @@ def test_an_extension_by_a_new_model_stops_reading_the_stored_pairs_once_its_mod
 
     ref, picks = stretches(1)
     last = sorted(picks.model.unique())[-1]
-    target = pickscale.save(pickscale.score(ref, picks[picks.model != last]), tmp_path / "results.zarr")
+    # (a store written before stores kept their pairs ranked: one that keeps them never starts reading them)
+    target = pickscale.save(unranked(pickscale.score(ref, picks[picks.model != last])), tmp_path / "results.zarr")
     stopped, finished = _held_until_cancelled(monkeypatch, "the extension by a new model did not stop reading")
     before = set(client.futures)
     with client.as_current():

@@ -24,6 +24,7 @@ from pickscale.metrics.timing import concentrated, pair_statistics
 from pickscale.options import Options
 from tests.helpers.catalogues import trap_catalogue
 from tests.helpers.checks import assert_same_results
+from tests.helpers.extend import ranked_by_stream
 
 GROUPED = Options(thresholds=[0.1, 0.3, 0.5, 0.8], group_by="network").with_group_labels(("a", "b", "c"))
 
@@ -46,6 +47,7 @@ def _compare(rows, cuts, options, phase=0):
         for name, values in want[part].items():
             assert np.asarray(got[part][name]).tobytes() == np.asarray(values).tobytes(), (part, name)
     assert got["grid"] == want["grid"]
+    assert got["sums"].tobytes() == want["sums"].tobytes()  # (the exact sums kept: one form, however split)
     assert got["mode"]["n"] == want["mode"]["n"]
     assert concentrated(got["mode"]) == concentrated(want["mode"])
     if want["mode"]["count"] * 15 > want["mode"]["n"]:  # (a value that can be the rule's: found exactly)
@@ -108,26 +110,42 @@ def test_a_run_with_every_stream_in_ranges_is_the_same(inputs, client, monkeypat
         assert seen and max(len(c) for c in seen) > 1  # (streams in several ranges, several stations each)
         b = pickscale.save(cut, tmp_path / "cut.zarr")
         whole, cut = whole.load(), cut.load()
-    assert_same_results(whole, cut)
+    # The same pairs and results; the ranked runs (SPEC §9) are the ranges' -- the same residuals per stream.
+    assert_same_results(whole, cut, ranked=False)
     for name in ("pair_station", "residual", "pair_conf"):
         assert np.array_equal(whole[name].values, cut[name].values), name
-    files = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file() and "/c/" in p.as_posix())
+    assert ranked_by_stream(whole) == ranked_by_stream(cut)
+    assert len(cut.attrs["pair_runs"]) > len(whole.attrs["pair_runs"])
+    files = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file() and "/c/" in p.as_posix()
+                   and not p.relative_to(a).as_posix().startswith("ranked_"))
     assert files and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    # Cut the same way, a run without a cluster writes the cluster's store, byte for byte: the runs are the ranges
+    # of the stream's pairs per station, whatever held them.
+    here = pickscale.save(pickscale.score(ref, picks), tmp_path / "here.zarr")
+    chunks = sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file() and "/c/" in p.as_posix())
+    assert any(f.startswith("ranked_") for f in chunks)
+    assert all((b / f).read_bytes() == (here / f).read_bytes() for f in chunks)
+    assert pickscale.open_results(here).attrs["pair_runs"] == cut.attrs["pair_runs"]
 
 
 @pytest.mark.cluster
-def test_an_extension_times_large_streams_in_parts(client, monkeypatch, tmp_path):
+@pytest.mark.parametrize("ranked", [True, False])
+def test_an_extension_times_large_streams_in_parts(client, monkeypatch, tmp_path, ranked):
+    # (a store that keeps its pairs ranked has each merged stream timed by rank on a worker, its new ranges among
+    # its parts there; one written before, here from the stored pairs' and the new ranges' parts)
     from tests.engine.test_extend_append import _halves, _tables
+    from tests.helpers.stores import unranked
 
     (r1, p1), (r2, p2) = _halves()
-    target = pickscale.save(pickscale.score(r1, p1), tmp_path / "results.zarr")
+    first = pickscale.score(r1, p1)
+    target = pickscale.save(first if ranked else unranked(first), tmp_path / "results.zarr")
     monkeypatch.setattr(ranged, "RANGE_ROWS", 2)
     real, seen = ranged.statistics, []
     monkeypatch.setattr(ranged, "statistics",
                         lambda parts, *a, **k: seen.extend(parts.values()) or real(parts, *a, **k))
     with client.as_current():
         pickscale.extend(target, r2, p2, client=client)
-    assert any(len(p) > 1 for p in seen)  # (merged streams timed from their parts)
+    assert ranked or any(len(p) > 1 for p in seen)  # (merged streams timed from their parts)
     import pandas as pd
 
     whole = pickscale.score(pd.concat([r1, r2]), pd.concat([p1, p2]))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -28,8 +29,10 @@ import pickscale
 from pickscale.cli import main
 from pickscale.engine.workers import SCALING_TIMEOUT, TIMEOUT_ENV, check_workers, worker_timeout
 from pickscale.errors import ClusterError
+from pickscale.store import open_results, save
 from tests.helpers.checks import TABLE_NAMES, assert_same_csv, csv_bytes
 from tests.helpers.processes import stop_sessions
+from tests.helpers.stores import unranked
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "configs" / "demo"
@@ -354,6 +357,11 @@ def test_extend_on_a_scheduler_file_has_its_workers_read_the_stored_pairs(sched_
         assert not any(client.run(lambda: "zarr" in sys.modules).values())  # (scoring loads no Zarr on a worker)
     assert main(["score", *inputs("first"), "--out", str(tmp_path / "store"), "--no-figures", "--quiet"]) == 0
     assert main(["score", *inputs("whole"), "--out", str(tmp_path / "whole"), "--no-figures", "--quiet"]) == 0
+    # (as a store written before stores kept their pairs ranked: one that keeps them is read by rank, SPEC §11)
+    written = tmp_path / "store" / "results.zarr"
+    first = open_results(written, lazy=False)
+    shutil.rmtree(written)
+    save(unranked(first), written)
     done = _command(["extend", "store", *inputs("second"), "--scheduler-file", str(sched_file), "--no-figures",
                      "--quiet"], _clean_env(), tmp_path)
     assert done.returncode == 0, done.stderr

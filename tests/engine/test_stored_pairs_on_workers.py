@@ -1,5 +1,8 @@
 """An extension on a cluster has its workers read the stored pairs (issue 22, item 3): the client holds none.
 
+(Of a store written before stores kept their pairs ranked, SPEC §9: one that keeps them is read by rank, a block
+at a time, and no stored pair is read at all: ``tests/engine/test_extend_by_rank.py``.)
+
 Each task reads a range of the store's pairs from its folder (every chunk file checked against the manifest the
 store was opened with), makes SPEC §15's checks of that batch and cuts it into its streams' shares, which stay
 on its worker; the client makes the checks across batches from what each task reports.  Whatever the ranges,
@@ -26,13 +29,17 @@ from pickscale.errors import StoreError
 from pickscale.store import open_results
 from pickscale.store.checked import Deferred
 from pickscale.store.pair_chunks import PAIR_SOURCE, NotHere
-from tests.engine.test_extend_on_cluster import _stored_half
+from tests.engine.test_extend_on_cluster import _stored_half as _half
 from tests.helpers.checks import start_cluster
 from tests.helpers.extend import DAY, START
 from tests.helpers.stores import edit_array
 from tests.results.test_extend import same
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")]
+
+
+def _stored_half(tmp_path):
+    return _half(tmp_path, ranked=False)
 
 
 @pytest.fixture

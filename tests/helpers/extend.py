@@ -89,11 +89,40 @@ def canonical_pairs(ds) -> dict:
     return {v: values[v][order] for v in names}
 
 
-def differing(a, b) -> list[str]:
-    """The variables of ``a`` and ``b`` that differ: the pairs compared as one run holds them."""
+def ranked_by_stream(ds) -> dict:
+    """``ds``'s ranked runs (SPEC §9) as one run per stream holds them: each (dataset, model, phase)'s ranked
+    residuals and levels over all its runs, ranked again (an extended store has a run per segment)."""
     import numpy as np
 
+    out: dict = {}
+    e, level = np.asarray(ds["ranked_residual"].values), np.asarray(ds["ranked_level"].values)
+    row = 0
+    for d, m, p, n in ds.attrs["pair_runs"]:
+        out.setdefault((d, m, p), []).append((e[row:row + n], level[row:row + n]))
+        row += n
+    merged = {}
+    for key, runs in out.items():
+        ee = np.concatenate([r[0] for r in runs])
+        ll = np.concatenate([r[1] for r in runs])
+        order = np.lexsort((ll, ee))
+        merged[key] = (ee[order].tolist(), ll[order].tolist())
+    return merged
+
+
+def differing(a, b) -> list[str]:
+    """The variables of ``a`` and ``b`` that differ: the pairs compared as one run holds them, and their ranked
+    runs too (their block tables are checked against them by every opening, SPEC §15)."""
+    import numpy as np
+
+    from pickscale.results.variables import RANKED
+
     pa, pb = canonical_pairs(a), canonical_pairs(b)
-    differ = [v for v in a.data_vars if v not in pa and not a[v].equals(b[v])]
+    # (kept since stores keep their pairs ranked, SPEC §9: an extension of a store written before has none)
+    later = {*RANKED, "residual_sums"}
+    differ = [v for v in a.data_vars if v not in pa and v not in RANKED
+              and not (v in later and v not in b) and (v not in b or not a[v].equals(b[v]))]
     differ += [v for v in pa if v not in pb or not np.array_equal(pa[v], pb[v])]
+    # (an extension of a store written before stores kept them has none, SPEC §11)
+    if "ranked_residual" in a and "ranked_residual" in b and ranked_by_stream(a) != ranked_by_stream(b):
+        differ.append("ranked_residual")
     return differ

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 import zarr
 
+from pickscale.results.variables import RANKED, RUNS
 from pickscale.store.manifest import write_manifest
 
 
@@ -29,3 +31,12 @@ def edit_attrs(store: Path, change: Callable[[dict], None]) -> None:
     change(meta["attributes"])
     meta_file.write_text(json.dumps(meta))
     write_manifest(store)
+
+
+def unranked(results: xr.Dataset) -> xr.Dataset:
+    """``results`` as a store written before stores kept their pairs ranked and their exact sums (SPEC §9):
+    without ``ranked_*``, ``residual_sums`` and ``attrs["pair_runs"]`` -- what an extension reads every stored
+    pair of."""
+    out = results.drop_vars([*RANKED, "residual_sums", "residual_term"], errors="ignore")
+    out.attrs = {k: v for k, v in results.attrs.items() if k != RUNS}
+    return out

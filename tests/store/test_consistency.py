@@ -26,7 +26,7 @@ import pickscale
 from pickscale.cli import main
 from pickscale.errors import PickscaleWarning, StoreError
 from pickscale.store import open_results, save
-from tests.helpers.stores import edit_array, edit_attrs
+from tests.helpers.stores import edit_array, edit_attrs, unranked
 
 REFERENCE = pd.DataFrame({
     "station": ["A", "A", "A", "B", "B", "B"],
@@ -211,8 +211,13 @@ def test_report_refuses_an_edited_store(case, store, results, tmp_path, capsys):
                                   "malformed extent", "pair index out of range", "pairs out of order"])
 def test_extend_refuses_an_edited_store(case, store, results, tmp_path, capsys):
     # The pairs are checked a batch at a time as extend reads them (store.consistency.PairCheck): a later
-    # stretch of the stored models adds pairs to the stored streams, so every stored pair is read (an extension
-    # by new models reads none: SPEC §11).
+    # stretch of the stored models adds pairs to the stored streams, and a store written before stores kept
+    # their pairs ranked has every stored pair read (one that keeps them is read by rank, and an extension by
+    # new models reads none: SPEC §11; a whole opening checks them, below).
+    if case in ("pair index out of range", "pairs out of order"):
+        shutil.rmtree(store)
+        save(unranked(results), store)
+        results = unranked(results)
     {**CASES, **MORE}[case][0](store, results)
     ref, picks = tmp_path / "ref.csv", tmp_path / "picks.csv"
     REFERENCE.assign(time=REFERENCE["time"] + 1000.0).to_csv(ref, index=False)
@@ -321,3 +326,17 @@ def test_an_interval_upside_down_is_refused(tmp_path):
     edit_array(store, "recall_lo", lambda v: v.__setitem__(cell, hi[cell] + 0.5))
     with pytest.raises(StoreError, match=r"'recall_lo'.*(must be <= recall_hi|must lie in \[0, 1\])"):
         open_results(store)
+
+
+@pytest.mark.slow
+def test_a_store_read_by_rank_keeps_an_edited_pair_for_a_whole_opening_to_refuse(store, results, tmp_path, capsys):
+    # An extension of a store that keeps its pairs ranked reads no stored pair (SPEC §11, §15): an edited pair is
+    # not read, its chunk is kept as it is, and a whole opening of the extended store refuses it, naming it.
+    CASES["pair index out of range"][0](store, results)
+    ref, picks = tmp_path / "ref.csv", tmp_path / "picks.csv"
+    REFERENCE.assign(time=REFERENCE["time"] + 1000.0).to_csv(ref, index=False)
+    PICKS.assign(time=PICKS["time"] + 1000.0).to_csv(picks, index=False)
+    assert main(["extend", str(store.parent), "--reference", str(ref), "--picks", str(picks), "--quiet",
+                 "--no-figures"]) == 0
+    with pytest.raises(StoreError, match="'pair_model'"):
+        open_results(store, lazy=False)

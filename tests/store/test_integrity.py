@@ -84,7 +84,7 @@ def report_refuses(store: Path, capsys, *needles: str) -> None:
 
 #: The chunk files of the residual pairs: read when used by a lazy opening, and checked then.
 PAIR_CHUNKS = tuple(f"{name}/c/" for name in ("pair_dataset", "pair_model", "pair_phase", "pair_station",
-                                              "residual", "pair_conf", "pair_group"))
+                                              "residual", "pair_conf", "pair_group", "ranked_residual", "ranked_level"))
 
 
 @pytest.mark.slow

@@ -24,7 +24,8 @@ from tests.helpers.extend import generated
 
 pytestmark = pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")
 
-PAIRS = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf")
+PAIRS = ("pair_dataset", "pair_model", "pair_phase", "pair_station", "residual", "pair_conf", "ranked_residual",
+         "ranked_level")
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,26 @@ def test_a_store_replaced_after_opening_is_said_so(scored, tmp_path):
     shutil.rmtree(target)
     with pytest.raises(StoreError, match="after it was opened"):
         _ = got.pair_conf.values
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_an_extensions_results_read_after_their_store_changed_refuse(tmp_path, how):
+    # pickscale.extend returns its results with the pairs left in the store it wrote: read after that store was
+    # removed or replaced, they are a StoreError -- never Zarr's fill values (NaN residuals, index 0) or the pairs
+    # of another store.
+
+    ref = pd.DataFrame({"station": ["A", "A"], "phase": ["P", "P"], "time": [10.0, 20.0]})
+    picks = ref.assign(model="m", conf=0.9, time=ref["time"] + 0.1)
+    target = save(pickscale.score(ref, picks), tmp_path / "results.zarr")
+    got = pickscale.extend(target, ref.assign(time=ref["time"] + 1000.0), picks.assign(time=picks["time"] + 1000.0))
+    assert got.residual.values.round(3).tolist() == [0.1] * 4  # (read while the store is the one written)
+    got = pickscale.extend(target, ref.assign(time=ref["time"] + 2000.0), picks.assign(time=picks["time"] + 2000.0))
+    if how == "removed":
+        shutil.rmtree(target)
+    else:
+        save(pickscale.score(ref, picks.assign(time=picks["time"] + 0.05)), target, overwrite=True)
+    lazy = [name for name in got.data_vars if not got[name].variable._in_memory]
+    assert {"residual", "pair_conf", "ranked_residual"} <= set(lazy)  # (the rest, held here, are values)
+    for name in lazy:
+        with pytest.raises(StoreError, match="replaced or removed after it was opened"):
+            np.asarray(got[name].values)

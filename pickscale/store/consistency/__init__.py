@@ -56,6 +56,7 @@ from .attributes import _check_attributes, stored_options
 from .counts import _check_counts, _check_exact_sums
 from .layout import _check_layout
 from .pairs import PairCheck, check_pairs_whole
+from .ranked import check_ranked
 from .readings import _check_derived, _check_intervals
 
 __all__ = ["check_results", "check_pairs", "is_results", "stored_options", "PairCheck"]
@@ -107,6 +108,7 @@ def check_results(store: pathlib.Path, ds: xr.Dataset, *, pairs: bool = True) ->
     if pairs:
         check_pairs_whole(store, ds, options)
     _check_derived(store, ds, options, pairs=pairs)
+    check_ranked(store, ds, options, pairs=pairs)  # (against the pairs and sums checked above)
     _check_intervals(store, ds, options)
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 #: Derived variables added after stores were first written: a store without one opens (it was written before
 #: the variable existed; every reader derives it from what the store keeps, as :mod:`pickscale.report.tables`
 #: derives ``best_on_edge`` from ``best_threshold`` and the grid); a store with one has it checked as any other.
-ADDED_LATER = frozenset({"best_on_edge", *FLAG_NAMES})
+ADDED_LATER = frozenset({"best_on_edge", *FLAG_NAMES, "residual_sums"})
 
 #: Detection rates of SPEC §4: their bootstrap intervals (symmetric bootstrap-t, clipped to the stations' own
 #: rates) lie in [0, 1].
