@@ -25,6 +25,7 @@ import pickscale.engine.extension as extension
 from pickscale.metrics.flags import FLAG_NAMES
 from pickscale.metrics.ranked_runs import RankedStream
 from tests.helpers.extend import ranked_by_stream
+from tests.helpers.stores import chunk_reads
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")]
 
@@ -148,18 +149,7 @@ def test_a_later_stretch_read_by_rank_is_one_run(first, second):
 
 @pytest.fixture
 def reads(monkeypatch):
-    """The pair chunk files this process reads (a worker's reads are its own)."""
-    from pickscale.store.checked import Deferred
-
-    seen: list[str] = []
-    real = Deferred.read
-
-    def read(self, rel):
-        seen.append(rel)
-        return real(self, rel)
-
-    monkeypatch.setattr(Deferred, "read", read)
-    return seen
+    return chunk_reads(monkeypatch)
 
 
 @pytest.mark.cluster

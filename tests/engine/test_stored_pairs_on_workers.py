@@ -27,12 +27,11 @@ import pickscale.engine.stored_pairs as stored_pairs
 from pickscale.engine.extension import extended
 from pickscale.errors import StoreError
 from pickscale.store import open_results
-from pickscale.store.checked import Deferred
 from pickscale.store.pair_chunks import PAIR_SOURCE, NotHere
 from tests.engine.test_extend_on_cluster import _stored_half as _half
 from tests.helpers.checks import start_cluster
 from tests.helpers.extend import DAY, START
-from tests.helpers.stores import edit_array
+from tests.helpers.stores import chunk_reads, edit_array
 from tests.results.test_extend import same
 
 pytestmark = [pytest.mark.filterwarnings("ignore::pickscale.PickscaleWarning")]
@@ -45,15 +44,7 @@ def _stored_half(tmp_path):
 @pytest.fixture
 def reads(monkeypatch):
     """The pair chunk files this process reads (a worker's reads are its own)."""
-    seen: list[str] = []
-    real = Deferred.read
-
-    def read(self, rel):
-        seen.append(rel)
-        return real(self, rel)
-
-    monkeypatch.setattr(Deferred, "read", read)
-    return seen
+    return chunk_reads(monkeypatch)
 
 
 @pytest.mark.cluster

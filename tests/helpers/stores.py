@@ -40,3 +40,18 @@ def unranked(results: xr.Dataset) -> xr.Dataset:
     out = results.drop_vars([*RANKED, "residual_sums", "residual_term"], errors="ignore")
     out.attrs = {k: v for k, v in results.attrs.items() if k != RUNS}
     return out
+
+
+def chunk_reads(monkeypatch) -> list[str]:
+    """The pair chunk files this process reads from here on (``Deferred.read``: a worker's reads are its own)."""
+    from pickscale.store.checked import Deferred
+
+    seen: list[str] = []
+    real = Deferred.read
+
+    def read(self, rel):
+        seen.append(rel)
+        return real(self, rel)
+
+    monkeypatch.setattr(Deferred, "read", read)
+    return seen
