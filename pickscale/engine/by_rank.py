@@ -80,7 +80,7 @@ def stream_by_rank(tables: Sequence[tuple[np.ndarray, np.ndarray]], starts: Sequ
         return got["ranked_residual"], got["ranked_level"]
 
     shared = int(np.searchsorted(options.grid, options.threshold_of(phase), side="left"))
-    stored = ranked_stream(tables, starts, RankedRows(read, source.chunk_rows), kept_sums, shared=shared,
-                           bound=options.residual_tol_ns)
+    rows = RankedRows(read, source.chunk_rows_of("ranked_residual"))
+    stored = ranked_stream(tables, starts, rows, kept_sums, shared=shared, bound=options.residual_tol_ns)
     parts = [stored, *(ranged.part_of(h, options=options, phase=phase) for h in held)]
     return ranged.statistics({phase: parts}, None, options=options)[phase]

@@ -72,6 +72,11 @@ class PairSource:
         sizes = [json.loads(meta)["chunk_grid"]["configuration"]["chunk_shape"][0] for meta in self.metadata.values()]
         return int(max(sizes, default=1))
 
+    def chunk_rows_of(self, name: str) -> int:
+        """The pairs in one chunk of pair variable ``name``."""
+        meta = json.loads(self.metadata[f"{name}/zarr.json"])
+        return int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
+
     def read(self, names: Sequence[str], lo: int, hi: int) -> dict[str, np.ndarray]:
         """Pairs ``lo … hi − 1`` of each variable in ``names``, every chunk file they touch checked whole against
         the manifest (:class:`~pickscale.store.checked.Deferred`: a :class:`~pickscale.errors.StoreError` when it

@@ -22,9 +22,10 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from ..results.variables import RANKED
 from .at_once import write_at_once
 from .codec import is_dask
-from .segments import PAIR_PARTS, PairParts, link_chunks, pair_chunk_rows
+from .segments import PAIR_CHUNK_ROWS, PAIR_PARTS, RANKED_CHUNK_ROWS, PairParts, link_chunks, pair_chunk_rows
 
 __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "fetched_together",
            "BLOCK_BYTES"]
@@ -51,9 +52,11 @@ def zarr_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 def chunks_of(name: str, var: xr.Variable) -> tuple[int, ...]:
     """The Zarr chunks of variable ``name``: :func:`~pickscale.store.segments.pair_chunk_rows` for the residual
-    pairs (an extension finds their stored chunks whole), what Zarr would choose for the rest."""
+    pairs (an extension finds their stored chunks whole; their ranked copy in smaller ones, read a few at a
+    time), what Zarr would choose for the rest."""
     if var.dims[:1] == ("pair",):
-        return (pair_chunk_rows(var.shape[0]), *var.shape[1:])
+        rows = RANKED_CHUNK_ROWS if name in RANKED else PAIR_CHUNK_ROWS
+        return (pair_chunk_rows(var.shape[0], rows), *var.shape[1:])
     return zarr_chunks(var.shape, var.dtype.itemsize)
 
 
