@@ -138,3 +138,18 @@ def test_an_extensions_results_read_after_their_store_changed_refuse(tmp_path, h
     for name in lazy:
         with pytest.raises(StoreError, match="replaced or removed after it was opened"):
             np.asarray(got[name].values)
+
+
+def test_the_ranked_copy_is_read_in_smaller_chunks(tmp_path, reads):
+    # SPEC §9: the ranked copy's chunks are 2^14 rows (an extension reads a few of its blocks a stream), the other
+    # pair variables' 2^18: one block read reads one 2^14-row chunk.
+    from pickscale.store.segments import RANKED_CHUNK_ROWS
+
+    n = 2 * PAIR_CHUNK_ROWS
+    ds = xr.Dataset({"residual": ("pair", np.zeros(n)), "ranked_residual": ("pair", np.arange(n, dtype=np.int64)),
+                     "emitted": ("phase", [5, 7])}, coords={"phase": ["P", "S"]})
+    got = open_results(save(ds, tmp_path / "results.zarr"))
+    assert got.residual.encoding["chunks"] == (PAIR_CHUNK_ROWS,)
+    assert got.ranked_residual.encoding["chunks"] == (RANKED_CHUNK_ROWS,)
+    block = got.ranked_residual.isel(pair=slice(3 * RANKED_CHUNK_ROWS + 5, 3 * RANKED_CHUNK_ROWS + 1029)).values
+    assert reads == ["ranked_residual/c/3"] and block[0] == 3 * RANKED_CHUNK_ROWS + 5
