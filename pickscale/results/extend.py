@@ -483,6 +483,7 @@ def merge_results(stored: xr.Dataset, new: xr.Dataset, *, same_arrivals: Mapping
         del a, b  # (each side's counts of the dataset: merged)
     out_attrs = dict(stored.attrs if attrs is None else attrs)
     out_attrs.pop("options", None)
+    out_attrs.pop(RUNS, None)  # (the merged pairs' ranked runs, if they keep them: assemble lists them)
     merged_pairs = None
     models = sorted({m for c in per_dataset.values() for m in c.models})
     stations = sorted({s for c in per_dataset.values() for s in c.stations})
