@@ -52,11 +52,12 @@ class RankedRows:
         return self.kept[k]
 
     def __call__(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        pieces = [self._chunk(k) for k in range(lo // self.rows, -(-hi // self.rows))]
-        skip = lo - (lo // self.rows) * self.rows
-        # (copies: a block kept by its reader must not keep its whole chunk alive)
-        e = np.concatenate([p[0] for p in pieces])[skip:skip + hi - lo].copy()
-        level = np.concatenate([p[1] for p in pieces])[skip:skip + hi - lo].copy()
+        # Each chunk's part of rows lo … hi − 1, copied out (a block kept by its reader must not keep its whole
+        # chunk alive).
+        parts = [(self._chunk(k), max(lo - k * self.rows, 0), min(hi - k * self.rows, self.rows))
+                 for k in range(lo // self.rows, -(-hi // self.rows))]
+        e = np.concatenate([got[0][a:b] for got, a, b in parts])
+        level = np.concatenate([got[1][a:b] for got, a, b in parts])
         return e, level
 
 

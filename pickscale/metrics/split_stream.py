@@ -34,20 +34,23 @@ from .grid import GRID_STEPS_NS
 from .level_sums import LevelSums, level_sums
 from .timing import WITHIN
 
-__all__ = ["BLOCK", "PartFacts", "facts_of", "count_below", "heavy_values", "value_counts", "heavy_residues",
-           "residue_facts"]
+__all__ = ["BLOCK", "FACTS_BLOCK", "PartFacts", "facts_of", "count_below", "heavy_values", "value_counts",
+           "heavy_residues", "residue_facts"]
 
-#: Pairs per block of a part's count tables: what one query scans.
+#: Rows per block of a store's ranked runs (SPEC §9): what one query reads and scans of a stored stream.
 BLOCK = 1024
+#: Rows per block of a part's count tables held in memory (:class:`PartFacts`): what one query scans -- smaller
+#: than a stored block, as nothing is read (a query scans 128 rows, the table holds a 128th of the pairs' rows).
+FACTS_BLOCK = 128
 
 
 @dataclass
 class PartFacts:
     """What a part of a stream knows: ``sums`` (grid levels), ``groups`` (per arrival group, level 1 = at the
     shared threshold), and its residuals sorted (``e``) with their levels and groups cut into blocks of
-    :data:`BLOCK` (``block_level``, ``block_group``: blocks × BLOCK, −1 past the end); ``above[b, j]``: pairs of
-    level > j in the blocks before block ``b``; ``above_group[b, g]``: those of group ``g`` at the shared
-    threshold; ``shared``: the shared threshold's grid index."""
+    :data:`FACTS_BLOCK` (``block_level``, ``block_group``: blocks × FACTS_BLOCK, −1 past the end);
+    ``above[b, j]``: pairs of level > j in the blocks before block ``b``; ``above_group[b, g]``: those of group
+    ``g`` at the shared threshold; ``shared``: the shared threshold's grid index."""
 
     sums: LevelSums
     groups: list[LevelSums]
@@ -82,8 +85,8 @@ def facts_of(residual_ns: np.ndarray, conf: np.ndarray, group: np.ndarray | None
               for k in range(n_groups)]
     order = np.argsort(e, kind="stable")
     e, level, g = e[order], level[order], g[order]
-    n_blocks = -(-e.size // BLOCK)
-    block = np.arange(e.size, dtype=np.int64) // BLOCK
+    n_blocks = -(-e.size // FACTS_BLOCK)
+    block = np.arange(e.size, dtype=np.int64) // FACTS_BLOCK
     width = grid.size + 1
     counts = np.bincount(block * width + level, minlength=n_blocks * width).reshape(n_blocks, width)
     above = np.zeros((n_blocks + 1, grid.size), np.int64)
@@ -93,12 +96,12 @@ def facts_of(residual_ns: np.ndarray, conf: np.ndarray, group: np.ndarray | None
         at = level > shared
         by = np.bincount(block[at] * n_groups + g[at], minlength=n_blocks * n_groups).reshape(n_blocks, n_groups)
         np.cumsum(by, axis=0, out=in_group[1:])
-    padded_level = np.full(n_blocks * BLOCK, -1, np.int16)
+    padded_level = np.full(n_blocks * FACTS_BLOCK, -1, np.int16)
     padded_level[:e.size] = level
-    padded_group = np.full(n_blocks * BLOCK, -1, np.int32)
+    padded_group = np.full(n_blocks * FACTS_BLOCK, -1, np.int32)
     padded_group[:e.size] = g
-    return PartFacts(sums, groups, e, padded_level.reshape(n_blocks, BLOCK), padded_group.reshape(n_blocks, BLOCK),
-                     above, in_group, shared)
+    return PartFacts(sums, groups, e, padded_level.reshape(n_blocks, FACTS_BLOCK),
+                     padded_group.reshape(n_blocks, FACTS_BLOCK), above, in_group, shared)
 
 
 def count_below(part: PartFacts, queries: np.ndarray) -> np.ndarray:
@@ -108,15 +111,16 @@ def count_below(part: PartFacts, queries: np.ndarray) -> np.ndarray:
     if not q.size or not part.e.size:
         return np.zeros(len(q), np.int64)
     j, v, g = q[:, 0], q[:, 1], q[:, 2]
+    width = part.block_level.shape[1]
     p = np.searchsorted(part.e, v, side="right")  # the pairs at or below v: the first p
-    b = p // BLOCK
+    b = p // width
     grouped = g >= 0
     full = np.where(grouped, part.above_group[b, np.maximum(g, 0)] if part.above_group.shape[1] else 0,
                     part.above[b, np.minimum(j, part.above.shape[1] - 1)])
-    # The rest of the last block: its first p - b·BLOCK pairs, scanned.
+    # The rest of the last block: its first p - b·width pairs, scanned.
     row = np.minimum(b, part.block_level.shape[0] - 1)
     lv, gr = part.block_level[row], part.block_group[row]
-    inside = np.arange(BLOCK) < (p - b * BLOCK)[:, None]
+    inside = np.arange(width) < (p - b * width)[:, None]
     hit = inside & (lv > j[:, None]) & (~grouped[:, None] | (gr == g[:, None]))
     return (full + hit.sum(axis=1)).astype(np.int64)
 
