@@ -54,6 +54,8 @@ class RankedMismatch(ValueError):
 Reader = Callable[[int, int, int], tuple[np.ndarray, np.ndarray]]
 
 _NONE = np.zeros(0, np.int64)
+#: Rows of a sub-block of a read block: what a count scans (the block's sub-block table counts the rest).
+_SUB = 128
 #: The most cells a (queries or residues) × rows comparison holds at once.
 _CELLS = 1 << 22
 
@@ -193,6 +195,9 @@ class RankedStream:
         #: T, the grid's thresholds (0 without runs).
         self._levels = widths.pop() - 1 if widths else 0
         self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._slots: dict[tuple[int, int], int] = {}
+        self._slabs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._used: dict[int, int] = {}
 
     # -- what the tables tell ------------------------------------------------------------------------------------
 
@@ -254,19 +259,48 @@ class RankedStream:
         return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got]), starts
 
     def _scan(self, r: int, kb: np.ndarray, v: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """The rows of level > j and ``e <= v`` in block ``kb`` of run ``r``, each query's block read."""
+        """The rows of level > j and ``e <= v`` in block ``kb`` of run ``r``, each query's block read: its rows
+        before ``v`` placed by one search a block, then counted by the block's sub-block table (:meth:`_slot`)
+        and a scan of at most :data:`_SUB` rows -- not of the whole block, for every threshold asked."""
         blocks, which = np.unique(kb, return_inverse=True)
-        e, lv, starts = self._rows(r, blocks)
-        start, end = starts[which], starts[which + 1]
-        # The blocks end to end are ascending: one search places every query (clipped to its own block).
-        pos = np.clip(np.searchsorted(e, v, side="right"), start, end)
-        out = np.zeros(v.size, np.int64)
-        running = np.zeros(e.size + 1, np.int64)
-        for jj in np.unique(j):  # (one running count per threshold asked: few)
-            np.cumsum(lv > jj, out=running[1:])
-            at = j == jj
-            out[at] = running[pos[at]] - running[start[at]]
-        return out
+        slots = np.array([self._slot(r, int(k)) for k in blocks], np.int64)
+        p = np.zeros(v.size, np.int64)
+        for i, k in enumerate(blocks.tolist()):
+            at = which == i
+            p[at] = np.searchsorted(self._cache[(r, k)][0], v[at], side="right")
+        levels, above = self._slabs[r]
+        slot = slots[which]
+        sb = p // _SUB
+        full = above[slot, sb, j]
+        rows = levels[slot, np.minimum(sb, levels.shape[1] - 1)]
+        hit = (np.arange(_SUB) < (p - sb * _SUB)[:, None]) & (rows > j[:, None])
+        return (full + hit.sum(axis=1)).astype(np.int64)
+
+    def _slot(self, r: int, k: int) -> int:
+        """Where block ``k`` of run ``r`` (:meth:`_get`) is in the run's slabs: its levels in sub-blocks of
+        :data:`_SUB` rows (−1 past the end) and, at each sub-block's start, its rows of level > j for every
+        threshold j -- made once a block, a few kB, in arrays grown by doubling (no stacking per count)."""
+        key = (r, k)
+        if key in self._slots:
+            return self._slots[key]
+        _, lv = self._get(r, k)
+        n_sub, width = -(-self._block // _SUB), max(self._levels, 1)
+        levels, above = self._slabs.get(r, (np.zeros((0, n_sub, _SUB), np.int16),
+                                            np.zeros((0, n_sub + 1, width), np.int64)))
+        slot = self._used.get(r, 0)
+        if slot >= levels.shape[0]:  # (room for twice as many)
+            grow = max(4, 2 * levels.shape[0])
+            levels = np.concatenate([levels, np.full((grow - levels.shape[0], n_sub, _SUB), -1, np.int16)])
+            above = np.concatenate([above, np.zeros((grow - above.shape[0], n_sub + 1, width), np.int64)])
+        padded = np.full(n_sub * _SUB, -1, np.int16)
+        padded[:lv.size] = lv
+        levels[slot] = padded.reshape(n_sub, _SUB)
+        counts = (levels[slot][:, :, None] > np.arange(width)[None, None, :]).sum(axis=1)
+        above[slot, 0] = 0
+        np.cumsum(counts, axis=0, out=above[slot, 1:])
+        self._slabs[r] = (levels, above)
+        self._slots[key], self._used[r] = slot, slot + 1
+        return slot
 
     def _count(self, j: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Exact: the pairs of level > j with ``e <= v``, per query (j in 0 … T − 1)."""
