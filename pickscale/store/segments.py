@@ -42,9 +42,10 @@ SEGMENTS = "pair_segments"
 PAIR_PARTS = "pickscale_pair_parts"
 
 
-def pair_chunk_rows(n: int, rows: int = PAIR_CHUNK_ROWS) -> int:
-    """The Zarr chunk (rows) of a pair variable of a store with ``n`` pairs (``rows``: once that many, its rule):
+def pair_chunk_rows(n: int, *, ranked: bool = False) -> int:
+    """The Zarr chunk (rows) of a pair variable of a store with ``n`` pairs (``ranked``: of the ranked copy):
     fixed once stores are large, so that an extension finds the stored chunks whole."""
+    rows = RANKED_CHUNK_ROWS if ranked else PAIR_CHUNK_ROWS
     return rows if n >= rows else max(int(n), 1)
 
 

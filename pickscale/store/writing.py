@@ -25,7 +25,7 @@ import zarr
 from ..results.variables import RANKED
 from .at_once import write_at_once
 from .codec import is_dask
-from .segments import PAIR_CHUNK_ROWS, PAIR_PARTS, RANKED_CHUNK_ROWS, PairParts, link_chunks, pair_chunk_rows
+from .segments import PAIR_PARTS, PairParts, link_chunks, pair_chunk_rows
 
 __all__ = ["write_dataset", "start_dataset", "Pending", "zarr_chunks", "chunks_of", "rows_of_parts", "fetched_together",
            "BLOCK_BYTES"]
@@ -55,8 +55,7 @@ def chunks_of(name: str, var: xr.Variable) -> tuple[int, ...]:
     pairs (an extension finds their stored chunks whole; their ranked copy in smaller ones, read a few at a
     time), what Zarr would choose for the rest."""
     if var.dims[:1] == ("pair",):
-        rows = RANKED_CHUNK_ROWS if name in RANKED else PAIR_CHUNK_ROWS
-        return (pair_chunk_rows(var.shape[0], rows), *var.shape[1:])
+        return (pair_chunk_rows(var.shape[0], ranked=name in RANKED), *var.shape[1:])
     return zarr_chunks(var.shape, var.dtype.itemsize)
 
 
