@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import pickscale
 import pickscale.engine.extension as extension
+from pickscale.engine import ranged
 from pickscale.metrics.flags import FLAG_NAMES
 from tests.helpers.stores import unranked
 
@@ -174,13 +175,13 @@ def test_a_later_stretch_of_one_stored_model_times_only_its_streams(monkeypatch,
     later = (picks.time >= cut) & (picks.model == "m1")
     store = pickscale.save(pickscale.score(ref[ref.time < cut], picks[picks.time < cut]), tmp_path / "results.zarr")
     timed = []
-    real = extension.ranged.statistics
+    real = ranged.statistics
 
     def statistics(parts, *args, **kwargs):
         timed.extend(parts)
         return real(parts, *args, **kwargs)
 
-    monkeypatch.setattr(extension.ranged, "statistics", statistics)
+    monkeypatch.setattr(ranged, "statistics", statistics)
     extended = pickscale.extend(store, ref[ref.time >= cut], picks[later])
     assert sorted(timed) == [0, 1]  # (dataset d, model m1: P and S)
     one_run = pickscale.score(ref, picks[(picks.time < cut) | later])

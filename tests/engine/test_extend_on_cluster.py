@@ -320,8 +320,11 @@ def test_the_merged_streams_are_timed_while_the_counts_are_merged(client, tmp_pa
     target, (r2, p2), (ref, picks) = _stored_half(tmp_path, ranked=ranked)
     timed = threading.Event()
     # (by rank, or from the stored pairs: the store written before it kept them ranked)
+    import pickscale.engine.merged_streams as merged_streams
+
     timer = "ranked_statistics" if ranked else "statistics_of"
-    real_statistics, real_merge_counts = getattr(extension, timer), merging.merge_counts
+    where = extension if ranked else merged_streams  # (statistics_of: what merged_statistics times the pairs with)
+    real_statistics, real_merge_counts = getattr(where, timer), merging.merge_counts
 
     def statistics_of(*args, **kwargs):
         try:
@@ -334,7 +337,7 @@ def test_the_merged_streams_are_timed_while_the_counts_are_merged(client, tmp_pa
         assert timed.wait(60), "the merged streams were not timed while the counts were merged"
         return real_merge_counts(*args, **kwargs)
 
-    monkeypatch.setattr(extension, timer, statistics_of)
+    monkeypatch.setattr(where, timer, statistics_of)
     monkeypatch.setattr(merging, "merge_counts", merge_counts)
     with client.as_current():
         got = extended(open_results(target), r2, p2, store=target, client=client).load()
